@@ -1,0 +1,60 @@
+"""The one interface every player shares: an observation (with its legal actions) in, an action out."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a player sees at one decision.
+
+    ``text`` is TextArena's full observation; ``compact`` holds only what this decision depends on
+    (short prompts for tiny models); ``state`` is a structured view for scripted policies;
+    ``sample_key`` is a deterministic per-decision key so sampling players draw the same choice
+    whatever else is batched alongside.
+    """
+
+    game_id: str
+    player_id: int
+    text: str
+    compact: str
+    legal_actions: tuple[str, ...]
+    state: Mapping[str, Any] = field(default_factory=dict)
+    info_set: str | None = None
+    sample_key: int = 0
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A player's answer: the action text, and when known its log-probability and served model id.
+
+    ``error`` is set when the player could not act (endpoint down, model failure); the match runner
+    records such a game as errored, counted for neither side.
+    """
+
+    action: str
+    logprob: float | None = None
+    model_id: str | None = None
+    error: str | None = None
+
+
+class Player(ABC):
+    """Maps an observation to a decision. Batched players override ``act_batch``."""
+
+    spec: str
+
+    @abstractmethod
+    def act(self, observation: Observation) -> Decision:
+        """Choose an action for one observation."""
+
+    def act_batch(self, observations: Sequence[Observation]) -> list[Decision]:
+        """Choose actions for many observations (one forward pass for model players)."""
+        return [self.act(observation) for observation in observations]
+
+    @abstractmethod
+    def pin(self) -> dict[str, Any]:
+        """What this player's results are pinned to (model/code digest, quant, config hash)."""
