@@ -11,6 +11,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from arena.paths import cache_dir
+
 # One BLAS thread per process: fastest for small models on 2 cores, and results depend on the
 # thread count, so it is fixed (and recorded in every pin) rather than left to the machine.
 DEFAULT_THREADS = "1"
@@ -35,8 +37,7 @@ def _mlx_libs_dir() -> Path | None:
 
 
 def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "arena" / "blas"
+    return cache_dir() / "blas"
 
 
 def _patched_copy(source: Path, libs: Path) -> Path:
