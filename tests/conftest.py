@@ -1,9 +1,23 @@
-"""Shared pytest fixtures: isolated caches so tests never touch the user's home directory."""
+"""Shared pytest fixtures: isolated caches, and one tiny embedded base model built per test session."""
+
+from pathlib import Path
 
 import pytest
+
+import arena  # noqa: F401 -- loads OpenBLAS before any test imports mlx
 
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
     cache = tmp_path_factory.getbasetemp() / "arena-cache"
     monkeypatch.setenv("ARENA_CACHE_DIR", str(cache))
+
+
+@pytest.fixture(scope="session")
+def base_model_dir(tmp_path_factory) -> Path:
+    """The embedded default base model (same bytes as the `base` stage builds), built once."""
+    from arena.basemodel import BaseConfig, build_base
+
+    out = tmp_path_factory.mktemp("models") / "base"
+    build_base(BaseConfig(), out)
+    return out

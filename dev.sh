@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Set up arena's virtual environment (first run, or when pyproject.toml changes) and run one task:
+#   ./dev.sh repro [dvc repro args]   build the default pipeline
+#   ./dev.sh test  [pytest args]      run the test suite
+#   ./dev.sh <command...>             run any command inside the environment (e.g. ./dev.sh arena --help)
+set -euo pipefail
+cd "$(dirname "$0")"
+if [ ! -x .venv/bin/arena ] || [ pyproject.toml -nt .venv/.installed ]; then
+  echo "setting up .venv (first run takes a few minutes)" >&2
+  python3 -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[dev]'
+  touch .venv/.installed
+fi
+export PATH="$PWD/.venv/bin:$PATH"
+# Results depend on the BLAS thread count: pin it so builds reproduce byte for byte.
+export OPENBLAS_NUM_THREADS=1
+task="${1:-}"
+[ $# -gt 0 ] && shift
+case "$task" in
+  repro) exec dvc repro "$@" ;;
+  test) exec python -m pytest "$@" ;;
+  "") echo "usage: ./dev.sh repro|test|COMMAND..." >&2; exit 2 ;;
+  *) exec "$task" "$@" ;;
+esac

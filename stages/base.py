@@ -1,0 +1,19 @@
+"""DVC stage `base`: build or resolve the base model into artifacts/models/base."""
+
+import argparse
+
+import arena  # noqa: F401 -- loads OpenBLAS before mlx
+from arena.basemodel import BaseConfig, build_base
+from arena.config import load_section
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--out", default="artifacts/models/base")
+    args = parser.parse_args()
+    build_base(load_section(BaseConfig, "base", args.params), args.out)
+
+
+if __name__ == "__main__":
+    main()

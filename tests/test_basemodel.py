@@ -1,0 +1,102 @@
+"""The base stage: embedded model determinism, loading with mlx-lm, quantisation, pins and bad input."""
+
+import json
+
+import pytest
+
+from arena.basemodel import BaseConfig, build_base
+from arena.config import ConfigError
+from arena.hashing import digest_dir
+from arena.pins import PinError, model_pin
+
+SMALL = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64,
+         "vocab_size": 400}
+
+
+def _files(path):
+    return {p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def test_embedded_build_is_byte_identical_for_same_seed(tmp_path):
+    build_base(BaseConfig(**SMALL), tmp_path / "a")
+    build_base(BaseConfig(**SMALL), tmp_path / "b")
+    assert _files(tmp_path / "a") == _files(tmp_path / "b")
+    assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "meta.json"} <= set(
+        _files(tmp_path / "a")
+    )
+
+
+def test_embedded_build_differs_for_another_seed(tmp_path):
+    build_base(BaseConfig(**SMALL, seed=0), tmp_path / "a")
+    build_base(BaseConfig(**SMALL, seed=1), tmp_path / "b")
+    assert digest_dir(tmp_path / "a") != digest_dir(tmp_path / "b")
+
+
+def test_default_model_loads_and_generates(base_model_dir):
+    import mlx_lm
+    from mlx_lm.utils import get_total_parameters
+
+    model, tokenizer = mlx_lm.load(str(base_model_dir))
+    assert 0.5e6 < get_total_parameters(model) < 2e6
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "card: K\nhistory: p\n"}],
+                                           add_generation_prompt=True)
+    assert len(prompt) < 24  # game words are single tokens: prompts stay short
+    tokens = list(mlx_lm.stream_generate(model, tokenizer, prompt, max_tokens=5))
+    assert len(tokens) >= 1
+    assert len(tokenizer.encode("[bet]")) == 1
+
+
+def test_meta_json_records_digest_and_pin(base_model_dir):
+    meta = json.loads((base_model_dir / "meta.json").read_text())
+    assert meta["digest"] == digest_dir(base_model_dir)
+    assert meta["pin"]["model_hash"] == meta["digest"]
+    assert meta["pin"]["quant"] == "none"
+    assert {"python", "mlx", "mlx-lm", "textarena", "blas"} <= set(meta["versions"])
+
+
+@pytest.mark.parametrize("quant", ["q8", "q4"])
+def test_quantised_pin_differs(tmp_path, base_model_dir, quant):
+    meta = build_base(BaseConfig(source=str(base_model_dir), quant=quant), tmp_path / quant)
+    base_pin = model_pin(base_model_dir)
+    assert meta["pin"]["quant"] == quant
+    assert meta["pin"]["model_hash"] != base_pin["model_hash"]
+    import mlx_lm
+
+    mlx_lm.load(str(tmp_path / quant))
+
+
+def test_local_source_without_config_json(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="base.source = .* has no config.json"):
+        build_base(BaseConfig(source=str(tmp_path / "empty")), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_source_is_explained(tmp_path):
+    with pytest.raises(ConfigError, match="expected 'embedded', an existing local model directory, or a hub id"):
+        build_base(BaseConfig(source="./no/such/dir"), tmp_path / "out")
+
+
+def test_unreachable_hub_id_is_explained(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    with pytest.raises(ConfigError, match="hub ids need network access"):
+        build_base(BaseConfig(source="no-such-org/no-such-model"), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_failed_build_leaves_nothing(tmp_path, monkeypatch):
+    import arena.basemodel as basemodel
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(basemodel, "write_meta", explode)
+    with pytest.raises(RuntimeError):
+        build_base(BaseConfig(**SMALL), tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_pin_of_non_model_directory(tmp_path):
+    with pytest.raises(PinError, match="has no config.json"):
+        model_pin(tmp_path)

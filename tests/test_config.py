@@ -1,0 +1,70 @@
+"""Config validation: unknown keys, wrong types and bad values are errors naming key, value and what is allowed."""
+
+import pytest
+
+from arena.basemodel import BaseConfig
+from arena.config import ConfigError, from_mapping, load_section
+
+
+@pytest.mark.parametrize(
+    ("section", "pattern"),
+    [
+        ({"source": "embedded", "bogus": 1}, r"unknown key base\.bogus; allowed keys in base: .*quant"),
+        ({"quant": "q3"}, r"base\.quant = 'q3' is invalid: expected one of none, q8, q4"),
+        ({"seed": "zero"}, r"base\.seed = 'zero' must be an integer, got str"),
+        ({"seed": 1.5}, r"base\.seed = 1\.5 must be an integer, got float"),
+        ({"seed": True}, r"base\.seed = True must be an integer"),
+        ({"hidden_size": 0}, r"base\.hidden_size = 0 is invalid: must be >= 1"),
+        ({"hidden_size": 130}, r"base\.hidden_size = 130 is invalid: must be divisible by base\.num_heads = 4"),
+        ({"vocab_size": 100}, r"base\.vocab_size = 100 is invalid: must be >= 300"),
+    ],
+)
+def test_base_section_errors(section, pattern):
+    with pytest.raises(ConfigError, match=pattern):
+        from_mapping(BaseConfig, section, "base")
+
+
+def test_section_must_be_mapping():
+    with pytest.raises(ConfigError, match="base must be a mapping"):
+        from_mapping(BaseConfig, [1, 2], "base")
+
+
+def test_float_written_without_dot_is_explained():
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Train:
+        lr: float = 1.0e-3
+
+    with pytest.raises(ConfigError, match=r"train\.lr = '1e-5' must be a float.*1\.0e-5"):
+        from_mapping(Train, {"lr": "1e-5"}, "train")
+    assert from_mapping(Train, {"lr": 1}, "train").lr == 1.0
+
+
+def test_missing_required_key():
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Needs:
+        games: int
+
+    with pytest.raises(ConfigError, match=r"missing required key eval\.games \(int\)"):
+        from_mapping(Needs, {}, "eval")
+
+
+def test_load_section_from_file(tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text("base:\n  quant: q8\n  seed: 3\n")
+    config = load_section(BaseConfig, "base", params)
+    assert (config.quant, config.seed, config.source) == ("q8", 3, "embedded")
+
+
+def test_missing_params_file(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_section(BaseConfig, "base", tmp_path / "nope.yaml")
+
+
+def test_config_is_frozen():
+    config = BaseConfig()
+    with pytest.raises(AttributeError):
+        config.seed = 2
