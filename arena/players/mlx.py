@@ -1,0 +1,148 @@
+"""The local MLX player: legal-move masked sampling from an mlx-lm model, all pending decisions in one pass."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arena.config import as_dict, require, require_choice
+from arena.errors import ArenaError
+from arena.hashing import digest_config, digest_dir
+from arena.pins import model_pin, model_quant, versions
+from arena.players.base import Decision, Observation, Player
+from arena.scoring import action_loglik, build_batch, masked_log_softmax
+
+VIEWS = ("compact", "full")
+
+
+@dataclass(frozen=True)
+class MLXPlayerConfig:
+    """How a model is prompted and sampled; part of the player's config hash."""
+
+    view: str = "compact"
+    temperature: float = 1.0
+    max_rows: int = 256
+
+    def __post_init__(self) -> None:
+        require_choice("player.view", self.view, VIEWS)
+        require(self.temperature >= 0.0, "player.temperature", self.temperature, "must be >= 0 (0 = greedy)")
+        require(self.max_rows >= 1, "player.max_rows", self.max_rows, "must be >= 1")
+
+
+def load_model(path: str | Path) -> tuple[Any, Any]:
+    """Load an mlx-lm model directory, or an adapter directory on top of the base it names."""
+    import mlx_lm
+
+    path = Path(path)
+    if not path.is_dir():
+        raise ArenaError(f"model directory not found: {path} (build it with `dvc repro` or check the path)")
+    adapter_config = path / "adapter_config.json"
+    if adapter_config.exists():
+        base = json.loads(adapter_config.read_text()).get("model")
+        if not base or not Path(base).is_dir():
+            raise ArenaError(f"adapter {path} names base model {base!r}, which is not a local directory")
+        return mlx_lm.load(base, adapter_path=str(path))
+    if not (path / "config.json").exists():
+        raise ArenaError(f"{path} is not an mlx-lm model directory: it has no config.json")
+    return mlx_lm.load(str(path))
+
+
+def prompt_text(observation: Observation, view: str) -> str:
+    """The user message a model sees: the compact view, or the full observation plus the legal actions."""
+    if view == "compact":
+        return observation.compact
+    return f"{observation.text}\nLegal actions: {' '.join(observation.legal_actions)}"
+
+
+class MLXPlayer(Player):
+    """Scores every legal action's log-likelihood and samples from the softmax over legal actions only.
+
+    It can never play an illegal move. Its log-probability is that of the masked, tempered distribution
+    it sampled from, which is what policy-gradient training needs.
+    """
+
+    def __init__(self, path: str | Path, config: MLXPlayerConfig | None = None) -> None:
+        self.path = Path(path)
+        self.config = config or MLXPlayerConfig()
+        self.spec = f"mlx:{self.path.as_posix()}"
+        self.model, self.tokenizer = load_model(self.path)
+        self._prompt_cache: dict[tuple[str, str], tuple[int, ...]] = {}
+        self._action_cache: dict[str, tuple[int, ...]] = {}
+
+    def _prompt_ids(self, observation: Observation) -> tuple[int, ...]:
+        text = prompt_text(observation, self.config.view)
+        key = (self.config.view, text)
+        if key not in self._prompt_cache:
+            messages = [{"role": "user", "content": text}]
+            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
+            self._prompt_cache[key] = tuple(ids)
+        return self._prompt_cache[key]
+
+    def _action_ids(self, action: str) -> tuple[int, ...]:
+        if action not in self._action_cache:
+            self._action_cache[action] = tuple(self.tokenizer.encode(action, add_special_tokens=False))
+        return self._action_cache[action]
+
+    def policy(self, observations: Sequence[Observation]) -> list[np.ndarray]:
+        """Per observation, the probability of each legal action (in ``legal_actions`` order)."""
+        return [np.exp(lp) for lp in self._log_policy(observations)]
+
+    def _log_policy(self, observations: Sequence[Observation]) -> list[np.ndarray]:
+        out: list[np.ndarray] = []
+        step = self.config.max_rows
+        for start in range(0, len(observations), step):
+            chunk = observations[start : start + step]
+            batch = build_batch(
+                [self._prompt_ids(o) for o in chunk],
+                [[self._action_ids(a) for a in o.legal_actions] for o in chunk],
+                pad_id=self.tokenizer.pad_token_id or 0,
+            )
+            loglik = action_loglik(self.model, batch)
+            temperature = self.config.temperature or 1.0
+            logp = np.array(masked_log_softmax(loglik, batch.action_offsets, temperature), dtype=np.float64)
+            offsets = batch.action_offsets
+            out.extend(logp[offsets[i] : offsets[i + 1]] for i in range(len(chunk)))
+        return out
+
+    def act(self, observation: Observation) -> Decision:
+        return self.act_batch([observation])[0]
+
+    def act_batch(self, observations: Sequence[Observation]) -> list[Decision]:
+        for observation in observations:
+            if not observation.legal_actions:
+                raise ArenaError(f"{observation.game_id}: no legal actions to choose from")
+        decisions = []
+        for observation, logp in zip(observations, self._log_policy(observations), strict=True):
+            if self.config.temperature == 0.0:
+                choice = int(np.argmax(logp))
+            else:
+                # Drawn from the decision's own key: the same game samples the same move whatever it is batched with.
+                u = np.random.default_rng(observation.sample_key).random()
+                cumulative = np.cumsum(np.exp(logp))
+                choice = min(int(np.searchsorted(cumulative, u * cumulative[-1], side="right")), len(logp) - 1)
+            decisions.append(Decision(observation.legal_actions[choice], float(logp[choice]), self.model_id))
+        return decisions
+
+    @property
+    def model_id(self) -> str:
+        return f"mlx:{self.path.name}"
+
+    def pin(self) -> dict[str, Any]:
+        config = as_dict(self.config)
+        adapter_config = self.path / "adapter_config.json"
+        if adapter_config.exists():
+            base = json.loads(adapter_config.read_text())["model"]
+            return {
+                "kind": "model",
+                "model_hash": digest_config({"base": digest_dir(base), "adapter": digest_dir(self.path)}),
+                "quant": model_quant(base),
+                "config_hash": digest_config(config),
+                "versions": versions(),
+            }
+        return model_pin(self.path, config)
+

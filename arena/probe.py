@@ -1,0 +1,122 @@
+"""The reward-audit gate: degenerate policies must not score, the oracle must, and random play must be fair."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from arena.config import require
+from arena.games import GAMES
+from arena.match import duplicate_schedule, play_match
+from arena.players.base import Decision, Observation, Player
+from arena.players.scripted import make_scripted
+from arena.stats import summarize_match
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    """params.yaml ``probe:`` section."""
+
+    games: tuple[str, ...] = ("kuhn", "tictactoe", "liarsdice", "nim")
+    games_per_check: int = 400
+    seed: int = 5_000_000
+
+    def __post_init__(self) -> None:
+        for game in self.games:
+            require(game in GAMES, "probe.games", game, "expected one of " + ", ".join(GAMES))
+        require(self.games_per_check >= 20, "probe.games_per_check", self.games_per_check, "must be >= 20")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One audited property: what was measured, what it had to satisfy, and whether it did."""
+
+    game: str
+    name: str
+    measured: str
+    requirement: str
+    passed: bool
+
+
+class AggressivePlayer(Player):
+    """Always bets or calls: wins chips in TextArena's unpatched Kuhn, where betting costs nothing."""
+
+    spec = "aggressive"
+
+    def act(self, observation: Observation) -> Decision:
+        for action in ("[bet]", "[call]"):
+            if action in observation.legal_actions:
+                return Decision(action)
+        return Decision(observation.legal_actions[0])
+
+    def pin(self) -> dict[str, str]:
+        return {"kind": "scripted", "name": self.spec}
+
+
+def _mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
+    """Mean and its normal-approximation 95% interval."""
+    n = len(values)
+    mean = sum(values) / n
+    var = sum((v - mean) ** 2 for v in values) / max(n - 1, 1)
+    half = 1.96 * math.sqrt(var / n)
+    return mean, mean - half, mean + half
+
+
+def _rate_text(rate: dict[str, float]) -> str:
+    return f"win rate {rate['rate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}]"
+
+
+def _chips_per_round(records: list[dict], seat_of: str) -> list[float]:
+    """Per round chips won by the match's first player (``seat_of`` = its spec)."""
+    chips = []
+    for record in records:
+        if record["errored"]:
+            continue
+        seat = record["players"].index(seat_of)
+        chips.extend(r[seat] for r in record["round_rewards"])
+    return chips
+
+
+def audit_game(game: str, config: ProbeConfig, progress: bool = False) -> list[Check]:
+    """All checks for one game, each from its own match on fixed seeds."""
+    n = config.games_per_check
+    seeds = list(range(config.seed, config.seed + (n + 1) // 2))
+    schedule = duplicate_schedule(seeds, n)
+    random_player = make_scripted("random")
+
+    def match(player: Player) -> tuple[list[dict], dict]:
+        records = play_match(game, (player, random_player), schedule, progress=progress)
+        return records, summarize_match(records, player.spec, random_player.spec)
+
+    checks = []
+    for name in ("staller", "spammer"):
+        _, summary = match(make_scripted(name))
+        wins = summary["wins"]["p0"]
+        checks.append(Check(game, f"{name} vs random", f"{wins} wins / {summary['games']}", "0 wins", wins == 0))
+    oracle_records, summary = match(make_scripted("oracle"))
+    rate = summary["p0_win_rate"]
+    checks.append(Check(game, "oracle vs random", _rate_text(rate),
+                        "Wilson lower bound > 0.5", rate["low"] > 0.5))
+    if game == "kuhn":
+        mean, low, _ = _mean_ci(_chips_per_round(oracle_records, "oracle"))
+        checks.append(Check(game, "oracle chips/round vs random", f"{mean:+.3f} [{low:+.3f}, ...]",
+                            "95% lower bound > 0", low > 0))
+    mirror = make_scripted("random")
+    mirror.spec = "random-b"
+    records = play_match(game, (random_player, mirror), schedule, progress=progress)
+    rate = summarize_match(records, random_player.spec, mirror.spec)["p0_win_rate"]
+    checks.append(Check(game, "random vs random", _rate_text(rate),
+                        "interval contains the seat-fair 0.5", rate["low"] <= 0.5 <= rate["high"]))
+    if game == "kuhn":
+        aggressive = AggressivePlayer()
+        records = play_match(game, (aggressive, make_scripted("oracle")), schedule, progress=progress)
+        mean, low, high = _mean_ci(_chips_per_round(records, aggressive.spec))
+        checks.append(Check(game, "always bet/call vs oracle", f"chips/round {mean:+.3f} [{low:+.3f}, {high:+.3f}]",
+                            "no gain: 95% lower bound <= 0", low <= 0))
+    return checks
+
+
+def run_probe(config: ProbeConfig, progress: bool = False) -> list[Check]:
+    """Audit every configured game; the gate passes when every check passes."""
+    return [check for game in config.games for check in audit_game(game, config, progress)]
