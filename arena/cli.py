@@ -47,3 +47,89 @@ def base(params: str, out: str) -> None:
 
     meta = build_base(load_section(BaseConfig, "base", params), out)
     click.echo(json.dumps(meta["pin"], indent=2, sort_keys=True))
+
+
+def _variant(pairs: tuple[str, ...]) -> dict:
+    """Parse ``--variant key=value`` options; values are YAML scalars or lists (``piles=[3,4,5]``)."""
+    import yaml
+
+    variant = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ArenaError(f"--variant {pair!r} must look like key=value")
+        variant[key] = yaml.safe_load(value)
+    return variant
+
+
+@main.command()
+@click.argument("game")
+@click.option("--p0", required=True, help="first player spec (random, first, oracle, staller, spammer, mlx:PATH, ...)")
+@click.option("--p1", required=True, help="second player spec")
+@click.option("--games", default=100, show_default=True, type=int, help="games to play (seats swap every game)")
+@click.option("--seed", default=0, show_default=True, type=int, help="first deal seed; each deal is played twice")
+@click.option("--variant", multiple=True, help="game variant key=value (repeatable)")
+@click.option("--temperature", default=1.0, show_default=True, type=float, help="MLX players' sampling temperature")
+@click.option("--view", default="compact", show_default=True, type=click.Choice(["compact", "full"]))
+@click.option("--concurrency", default=64, show_default=True, type=int, help="games played in lockstep")
+@click.option("--out", type=click.Path(), help="also write the game records as a JSONL shard here")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
+def play(game, p0, p1, games, seed, variant, temperature, view, concurrency, out, as_json) -> None:
+    """Play GAMES games of GAME between two players and print the score."""
+    from arena.games import get_spec
+    from arena.match import duplicate_schedule, timed_match
+    from arena.players import make_player
+    from arena.players.mlx import MLXPlayerConfig
+    from arena.rollouts import write_shard
+    from arena.stats import summarize_match
+
+    get_spec(game)
+    if games < 1:
+        raise ArenaError(f"--games {games} must be >= 1")
+    mlx_config = MLXPlayerConfig(view=view, temperature=temperature)
+    players = (make_player(p0, mlx_config=mlx_config), make_player(p1, mlx_config=mlx_config))
+    if players[0].spec == players[1].spec:
+        raise ArenaError(f"--p0 and --p1 are both {p0!r}: give two different specs (e.g. mlx:PATH vs random)")
+    schedule = duplicate_schedule(range(seed, seed + (games + 1) // 2), games)
+    records, rate = timed_match(game, players, schedule, variant=_variant(variant), concurrency=concurrency)
+    summary = summarize_match(records, players[0].spec, players[1].spec)
+    summary["games_per_sec"] = round(rate, 2)
+    if out:
+        write_shard(out, records)
+    if as_json:
+        click.echo(json.dumps(summary, sort_keys=True))
+    else:
+        from arena.report import render_match
+
+        render_match(summary, players[0].spec, players[1].spec)
+
+
+@main.command()
+@click.argument("shards", nargs=-1, required=True, type=click.Path())
+def replay(shards) -> None:
+    """Re-play every game in each SHARD (games.jsonl or its directory) and check its transcript digest."""
+    from arena.rollouts import read_shard, verify_records
+
+    failed = 0
+    for shard in shards:
+        records = read_shard(shard)
+        problems = verify_records(records)
+        for problem in problems:
+            click.echo(f"MISMATCH {shard}: {problem}")
+        failed += len(problems)
+        click.echo(f"{shard}: {len(records) - len(problems)}/{len(records)} games verified")
+    sys.exit(1 if failed else 0)
+
+
+@main.command()
+@click.argument("games", nargs=-1)
+@click.option("--games-per-check", default=400, show_default=True, type=int)
+@click.option("--seed", default=5_000_000, show_default=True, type=int)
+def probe(games, games_per_check, seed) -> None:
+    """Reward audit: prove degenerate policies cannot score in GAMES (default: all); exit 1 on any violation."""
+    from arena.probe import ProbeConfig, print_checks, run_probe
+
+    config = ProbeConfig(**({"games": tuple(games)} if games else {}), games_per_check=games_per_check, seed=seed)
+    checks = run_probe(config, progress=True)
+    print_checks(checks)
+    sys.exit(0 if all(c.passed for c in checks) else 1)

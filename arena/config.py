@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import types
 import typing
@@ -47,6 +48,10 @@ def _check_type(path: str, value: Any, tp: Any) -> Any:
             raise ConfigError(f"{path} = {value!r} must be a list, got {type(value).__name__}")
         (item_type, *_rest) = typing.get_args(tp) or (Any,)
         return tuple(_check_type(f"{path}[{i}]", item, item_type) for i, item in enumerate(value))
+    if origin in (dict, collections.abc.Mapping) or tp is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{path} = {value!r} must be a mapping, got {type(value).__name__}")
+        return dict(value)
     if tp is Any:
         return value
     if tp is bool:

@@ -120,3 +120,20 @@ def audit_game(game: str, config: ProbeConfig, progress: bool = False) -> list[C
 def run_probe(config: ProbeConfig, progress: bool = False) -> list[Check]:
     """Audit every configured game; the gate passes when every check passes."""
     return [check for game in config.games for check in audit_game(game, config, progress)]
+
+
+def print_checks(checks: Sequence[Check]) -> None:
+    """The audit as a table on stdout, then each violation named."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="reward audit")
+    for column in ("game", "check", "measured", "requirement", "result"):
+        table.add_column(column)
+    for check in checks:
+        table.add_row(check.game, check.name, check.measured, check.requirement, "pass" if check.passed else "FAIL")
+    console = Console()
+    console.print(table)
+    for check in checks:
+        if not check.passed:
+            console.print(f"VIOLATION {check.game}: {check.name}: {check.measured} (needs {check.requirement})")

@@ -64,3 +64,20 @@ def read_shard(path: str | Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError as error:
             raise ShardError(f"{where}: not valid JSON ({error.msg})") from error
     return records
+
+
+def verify_records(records: Iterable[dict[str, Any]]) -> list[str]:
+    """Re-play every finished game from (game, variant, seed, actions); list each transcript digest mismatch."""
+    from arena.games import replay
+
+    problems = []
+    for index, record in enumerate(records):
+        if record["errored"]:
+            continue
+        result = replay(record["game_id"], record["variant"], record["seed"], record["actions"])
+        if result.transcript_digest != record["transcript_digest"]:
+            problems.append(
+                f"game {index} ({record['game_id']}, seed {record['seed']}): transcript digest "
+                f"{result.transcript_digest[:16]} != recorded {record['transcript_digest'][:16]}"
+            )
+    return problems

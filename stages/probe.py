@@ -1,0 +1,25 @@
+"""DVC stage `probe`: the reward-audit gate; exits 1 (stopping `dvc repro`) if any check fails."""
+
+import argparse
+import sys
+
+import arena  # noqa: F401 -- loads OpenBLAS before mlx
+from arena.artifacts import atomic_write_json
+from arena.config import load_section
+from arena.probe import ProbeConfig, print_checks, run_probe
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--out", default="artifacts/probe/audit.json")
+    args = parser.parse_args()
+    checks = run_probe(load_section(ProbeConfig, "probe", args.params), progress=True)
+    print_checks(checks)
+    if not all(check.passed for check in checks):
+        sys.exit(1)
+    atomic_write_json(args.out, {"checks": [check.__dict__ for check in checks], "passed": True})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+"""DVC stage `rollouts@N`: play one shard of games and write artifacts/rollouts/shard-N."""
+
+import argparse
+
+import arena  # noqa: F401 -- loads OpenBLAS before mlx
+from arena.config import load_params, load_section
+from arena.rollout_stage import RolloutsConfig, build_shard
+from arena.seeds import SeedsConfig
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--shard", type=int, required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    params = load_params(args.params)
+    build_shard(load_section(RolloutsConfig, "rollouts", params), load_section(SeedsConfig, "seeds", params),
+                args.shard, args.out)
+
+
+if __name__ == "__main__":
+    main()
