@@ -17,7 +17,9 @@ from arena.games.kuhn import (
     DEALS,
     DECISION_HISTORIES,
     TERMINAL_HISTORIES,
+    best_response_value,
     exact_round_value,
+    exploitability,
     info_set,
     round_payoff,
     seat_payoffs,
@@ -123,6 +125,21 @@ def test_unlisted_actions_are_rejected(game_id, variant, prefix, rejected):
     for action in rejected:
         assert action not in legal
         assert not _valid_after(game_id, 5, variant, prefix, action), action
+
+
+def test_liarsdice_lists_only_what_textarena_accepts_after_odd_bids():
+    # TextArena accepts a vacuous quantity-0 bid (which cannot be called) and bids above the dice in play.
+    game = make_game("liarsdice", 2)
+    game.step("[Bid: 0, 4]")
+    assert game.moves[-1].valid
+    legal = game.observation().legal_actions
+    assert "[Call]" not in legal and legal[0] == "[Bid: 1, 4]"
+    assert not _valid_after("liarsdice", 2, None, game.actions, "[Call]")
+    for action in legal:
+        assert _valid_after("liarsdice", 2, None, game.actions, action)
+    game.step("[Bid: 9, 4]")
+    assert game.observation().legal_actions == ("[Call]",)
+    assert _valid_after("liarsdice", 2, None, game.actions, "[Call]")
 
 
 def test_first_invalid_move_reprompts_the_same_player_and_is_counted():
@@ -252,6 +269,17 @@ def test_kuhn_pays_standard_chips_for_every_deal_and_history():
 def test_kuhn_exact_value_of_uniform_random_play_is_one_eighth():
     uniform = {info_set(card, history): Fraction(1, 2) for card in range(3) for history in DECISION_HISTORIES}
     assert exact_round_value(uniform, uniform) == Fraction(1, 8)
+
+
+def test_kuhn_exploitability_matches_reference_values():
+    uniform = {info_set(card, history): Fraction(1, 2) for card in range(3) for history in DECISION_HISTORIES}
+    always_bet = {key: Fraction(1) for key in uniform}
+    never_bet = {key: Fraction(0) for key in uniform}
+    assert exploitability(uniform) == Fraction(11, 24)
+    assert exploitability(always_bet) == Fraction(1, 3)
+    # Never betting: an opener who always bets wins the ante every round.
+    assert best_response_value(never_bet, as_opener=True) == 1
+    assert best_response_value(uniform, as_opener=True) >= exact_round_value(uniform, uniform)
 
 
 def test_kuhn_sampled_value_of_uniform_random_play_matches_one_eighth():

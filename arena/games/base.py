@@ -51,7 +51,8 @@ class Game(ABC):
     caller's restored afterwards. Many games can then be stepped in any interleaving with identical
     outcomes, and the caller's global ``random`` is never disturbed. ``get_observation`` and ``close``
     only read messages and rewards (TextArena's core, the same for every env) and skip the swap, which
-    costs more than the call itself; tests check that they leave the global state untouched.
+    costs more than the call itself; tests check that they leave the global state untouched. The swap
+    is process-wide: step games from one thread.
     """
 
     def __init__(self, game_id: str, env_id: str, seed: int, variant: dict[str, Any], env_kwargs: Mapping) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from fractions import Fraction
+from itertools import product
 from typing import Any, NamedTuple
 
 import textarena as ta
@@ -108,24 +109,59 @@ def round_payoff(opener_card: int, responder_card: int, history: str) -> int:
     return stake if opener_card > responder_card else -stake
 
 
+def _deal_value(opener_card: int, responder_card: int, opener_policy: Mapping, responder_policy: Mapping) -> Any:
+    """The opener's expected chips for one deal, summing every terminal history weighted by its reach."""
+    total: Any = 0
+    for history in TERMINAL_HISTORIES:
+        reach: Any = 1
+        for depth, letter in enumerate(history):
+            acting_opener = depth % 2 == 0
+            card = opener_card if acting_opener else responder_card
+            p_bet = (opener_policy if acting_opener else responder_policy)[info_set(card, history[:depth])]
+            reach *= p_bet if letter == "b" else 1 - p_bet
+        total += reach * round_payoff(opener_card, responder_card, history)
+    return total
+
+
 def exact_round_value(opener_policy: Mapping[str, Any], responder_policy: Mapping[str, Any]) -> Any:
     """The opener's exact expected chips per round, enumerating all deals and histories.
 
     A policy maps an information set (``info_set(card, history)``) to the probability of ``b``. Pass
     Fractions to get an exact Fraction back.
     """
+    deal_weight = Fraction(1, len(DEALS))
+    return sum(deal_weight * _deal_value(a, b, opener_policy, responder_policy) for a, b in DEALS)
+
+
+def best_response_value(policy: Mapping[str, Any], *, as_opener: bool) -> Any:
+    """What a best response in one role earns per round against ``policy`` playing the other role.
+
+    Each card's information sets are independent and a role has two decisions per card (opener: "" and
+    "pb"; responder: "p" and "b"), so enumerating the four pure choices per card is an exact best response.
+    """
+    own_histories = ("", "pb") if as_opener else ("p", "b")
+    deal_weight = Fraction(1, len(DEALS))
     total: Any = 0
-    for opener_card, responder_card in DEALS:
-        for history in TERMINAL_HISTORIES:
-            reach: Any = Fraction(1, len(DEALS))
-            for depth, letter in enumerate(history):
-                acting_opener = depth % 2 == 0
-                card = opener_card if acting_opener else responder_card
-                policy = opener_policy if acting_opener else responder_policy
-                p_bet = policy[info_set(card, history[:depth])]
-                reach *= p_bet if letter == "b" else 1 - p_bet
-            total += reach * round_payoff(opener_card, responder_card, history)
+    for card in range(3):
+        best = None
+        for choice in product((0, 1), repeat=2):
+            pure = {info_set(card, history): bet for history, bet in zip(own_histories, choice, strict=True)}
+            value = 0
+            for other in range(3):
+                if other == card:
+                    continue
+                if as_opener:
+                    value += deal_weight * _deal_value(card, other, pure, policy)
+                else:
+                    value -= deal_weight * _deal_value(other, card, policy, pure)
+            best = value if best is None else max(best, value)
+        total += best
     return total
+
+
+def exploitability(policy: Mapping[str, Any]) -> Any:
+    """NashConv / 2 of a policy used in both roles: 0 exactly for a Nash policy, 11/24 for uniform random."""
+    return (best_response_value(policy, as_opener=True) + best_response_value(policy, as_opener=False)) / 2
 
 
 def seat_payoffs(kuhn_round: KuhnRound) -> tuple[float, float]:
