@@ -1,0 +1,78 @@
+"""The game registry: ids, their TextArena envs and variants; making, replaying and inspecting games."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from arena.games import kuhn, liarsdice, nim, tictactoe
+from arena.games.base import Game, GameResult
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """A game id, the TextArena env that backs it, its default variant, and the class that plays it."""
+
+    game_id: str
+    env_id: str
+    game_class: type[Game]
+    description: str
+
+    @property
+    def default_variant(self) -> dict[str, Any]:
+        """The variant used when none is given."""
+        return self.game_class.validate_variant({})
+
+    def validate_variant(self, variant: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The complete variant (defaults filled in); a ValueError names an unknown key or a bad value."""
+        return self.game_class.validate_variant({} if variant is None else variant)
+
+    def env_kwargs(self, variant: Mapping[str, Any] | None) -> dict[str, Any]:
+        """``ta.make`` overrides for a variant."""
+        return self.game_class.env_kwargs(self.validate_variant(variant))
+
+
+GAMES: dict[str, GameSpec] = {
+    "kuhn": GameSpec("kuhn", kuhn.ENV_ID, kuhn.KuhnGame, "standard Kuhn poker (ante 1, bet 1); variant: rounds"),
+    "tictactoe": GameSpec("tictactoe", tictactoe.ENV_ID, tictactoe.TicTacToeGame, "TicTacToe; no variant"),
+    "liarsdice": GameSpec(
+        "liarsdice", liarsdice.ENV_ID, liarsdice.LiarsDiceGame, "two-player Liar's Dice; variant: dice"
+    ),
+    "nim": GameSpec("nim", nim.ENV_ID, nim.NimGame, "Nim, last object wins; variant: piles"),
+}
+
+
+def get_spec(game_id: str) -> GameSpec:
+    """The registered spec for ``game_id``; a ValueError lists the known ids otherwise."""
+    try:
+        return GAMES[game_id]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown game id {game_id!r}; known games: {sorted(GAMES)}") from None
+
+
+def make_game(game_id: str, seed: int, variant: Mapping[str, Any] | None = None) -> Game:
+    """A fresh game (its own env and RNG stream) for ``game_id`` with ``seed`` and a validated variant."""
+    spec = get_spec(game_id)
+    full = spec.validate_variant(variant)
+    return spec.game_class(game_id, spec.env_id, seed, full, spec.game_class.env_kwargs(full))
+
+
+def replay(game_id: str, variant: Mapping[str, Any] | None, seed: int, actions: Sequence[str]) -> GameResult:
+    """Play ``actions`` from the start and return the result; they must end the game exactly."""
+    game = make_game(game_id, seed, variant)
+    for index, action in enumerate(actions):
+        if game.done:
+            raise ValueError(
+                f"{game_id} seed {seed}: the game ended after {index} of {len(actions)} actions; "
+                f"drop the extra actions {list(actions[index:])!r}"
+            )
+        game.step(action)
+    if not game.done:
+        raise ValueError(f"{game_id} seed {seed}: {len(actions)} actions leave the game unfinished")
+    return game.result()
+
+
+def legal_actions(game: Game) -> tuple[str, ...]:
+    """The exact action strings the current player may submit (derived from the env's game state)."""
+    return game.observation().legal_actions

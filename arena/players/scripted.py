@@ -1,0 +1,253 @@
+"""Scripted players: uniform random, first legal, exact oracles per game, and degenerate policies for audits.
+
+Every sampling choice draws from a ``random.Random`` seeded by the player's name and the observation's
+``sample_key`` alone, so a decision never depends on what else is batched or on the global ``random``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
+from functools import cache
+from typing import Any
+
+from arena.hashing import digest_bytes, digest_config
+from arena.players.base import Decision, Observation, Player
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+_TTT_LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
+
+
+def sample_rng(name: str, sample_key: int) -> random.Random:
+    """A private RNG for one decision: a function of the player name and the sample key only."""
+    return random.Random(f"{name}:{sample_key}")
+
+
+class ScriptedPlayer(Player):
+    """Base for scripted policies; ``pin()`` digests the class source plus its listed helpers."""
+
+    spec = ""
+    helpers: tuple[Callable[..., Any], ...] = ()
+
+    def config(self) -> dict[str, Any]:
+        """Settings that change this policy's choices (hashed into ``config_hash``)."""
+        return {}
+
+    def pin(self) -> dict[str, Any]:
+        sources = [inspect.getsource(obj) for obj in (sample_rng, ScriptedPlayer, type(self), *self.helpers)]
+        return {
+            "kind": "scripted",
+            "name": self.spec,
+            "code_hash": digest_bytes("\n".join(sources).encode("utf-8")),
+            "config_hash": digest_config(self.config()),
+        }
+
+
+class RandomPlayer(ScriptedPlayer):
+    """Uniform over the legal actions."""
+
+    spec = "random"
+
+    def act(self, observation: Observation) -> Decision:
+        legal = observation.legal_actions
+        return Decision(action=legal[sample_rng(self.spec, observation.sample_key).randrange(len(legal))])
+
+
+class FirstPlayer(ScriptedPlayer):
+    """Always the first legal action (Kuhn: check or fold; TicTacToe: lowest free cell)."""
+
+    spec = "first"
+
+    def act(self, observation: Observation) -> Decision:
+        return Decision(action=observation.legal_actions[0])
+
+
+class StallerPlayer(ScriptedPlayer):
+    """Always the same invalid move (no game in the registry accepts ``[pass]``): must lose every game."""
+
+    spec = "staller"
+
+    def act(self, observation: Observation) -> Decision:
+        return Decision(action="[pass]")
+
+
+class SpammerPlayer(ScriptedPlayer):
+    """Random lowercase words from the sample key.
+
+    Always two or more words of letters only: TextArena's parsers need digits (TicTacToe, Nim, bids), a
+    bracketed keyword alone (``[call]``, ``[bet]``), or a single bare keyword that the action wrapper
+    brackets; none of these can occur, so every spam is an invalid move.
+    """
+
+    spec = "spammer"
+
+    def act(self, observation: Observation) -> Decision:
+        rng = sample_rng(self.spec, observation.sample_key)
+        words = ["".join(rng.choice(_LETTERS) for _ in range(rng.randint(2, 8))) for _ in range(rng.randint(2, 6))]
+        return Decision(action=" ".join(words))
+
+
+def kuhn_nash_policy(alpha: Fraction) -> dict[str, Fraction]:
+    """Kuhn's Nash family (Kuhn 1950): P(b) for each information set; ``alpha`` in [0, 1/3].
+
+    Opener: J bets alpha, Q checks, K bets 3*alpha; after check-bet J folds, Q calls alpha + 1/3, K calls.
+    Responder: facing a bet J folds, Q calls 1/3, K calls; after a check J bets 1/3, Q checks, K bets.
+    The opener's value is -1/18 for every alpha.
+    """
+    if not 0 <= alpha <= Fraction(1, 3):
+        raise ValueError(f"Kuhn Nash alpha must be in [0, 1/3], got {alpha}")
+    third = Fraction(1, 3)
+    return {
+        "0": alpha, "1": Fraction(0), "2": 3 * alpha,
+        "0pb": Fraction(0), "1pb": alpha + third, "2pb": Fraction(1),
+        "0b": Fraction(0), "1b": third, "2b": Fraction(1),
+        "0p": third, "1p": Fraction(0), "2p": Fraction(1),
+    }  # fmt: skip
+
+
+def kuhn_action(legal: Sequence[str], bet: bool) -> str:
+    """The legal Kuhn action for a p/b choice: ``b`` is bet or call, ``p`` is check or fold."""
+    wanted = ("[bet]", "[call]") if bet else ("[check]", "[fold]")
+    return next(action for action in legal if action in wanted)
+
+
+def ttt_winner(board: tuple[str, ...]) -> str:
+    """'X' or 'O' if a line is complete, else ''."""
+    for a, b, c in _TTT_LINES:
+        if board[a] and board[a] == board[b] == board[c]:
+            return board[a]
+    return ""
+
+
+@cache
+def ttt_value(board: tuple[str, ...], mark: str) -> int:
+    """Minimax value for ``mark`` to move: positive wins (sooner is larger), 0 draws, negative loses."""
+    empties = [i for i, cell in enumerate(board) if cell == ""]
+    if not empties:
+        return 0
+    other = "X" if mark == "O" else "O"
+    best = -math.inf
+    for cell in empties:
+        child = board[:cell] + (mark,) + board[cell + 1 :]
+        # A win is worth more with more empty cells left, so faster wins and slower losses are preferred.
+        value = len(empties) if ttt_winner(child) == mark else -ttt_value(child, other)
+        best = max(best, value)
+        if best == len(empties):
+            break
+    return int(best)
+
+
+def ttt_best_move(board: Sequence[str], mark: str) -> int:
+    """The lowest-numbered cell among the minimax-optimal moves."""
+    board = tuple(board)
+    other = "X" if mark == "O" else "O"
+    best_cell, best_value = -1, -math.inf
+    for cell, occupant in enumerate(board):
+        if occupant:
+            continue
+        child = board[:cell] + (mark,) + board[cell + 1 :]
+        empties_before = board.count("")
+        value = empties_before if ttt_winner(child) == mark else -ttt_value(child, other)
+        if value > best_value:
+            best_cell, best_value = cell, value
+    return best_cell
+
+
+def nim_move(piles: Sequence[int]) -> tuple[int, int]:
+    """(pile, quantity): a move to nim-sum 0 when one exists; from a lost position, take 1 from the largest pile."""
+    nim_sum = 0
+    for size in piles:
+        nim_sum ^= size
+    if nim_sum:
+        for index, size in enumerate(piles):
+            if size ^ nim_sum < size:
+                return index, size - (size ^ nim_sum)
+    largest = max(range(len(piles)), key=lambda i: (piles[i], -i))
+    return largest, 1
+
+
+def binomial_tail(n: int, k: int, p: float) -> float:
+    """P(Binomial(n, p) >= k)."""
+    if k <= 0:
+        return 1.0
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
+
+
+def liarsdice_bid_truth(dice: Sequence[int], opponent_dice: int, quantity: int, face: int) -> float:
+    """P(at least ``quantity`` dice show ``face``) given own dice, opponent's dice uniform (no wild ones)."""
+    return binomial_tail(opponent_dice, quantity - list(dice).count(face), 1 / 6)
+
+
+def liarsdice_choice(state: Mapping[str, Any], legal: Sequence[str]) -> str:
+    """Call when the standing bid is less likely true than false and than the best raise; else the raise
+    most likely true (ties: lowest quantity, then the face held most, then the higher face)."""
+    dice, player_bid = state["dice"], state["bid"]
+    opponent_dice = sum(state["dice_counts"]) - len(dice)
+    held = {face: dice.count(face) for face in range(1, 7)}
+    best_action, best_key = None, None
+    for action in legal:
+        if action == "[Call]":
+            continue
+        quantity, face = (int(x) for x in action[len("[Bid: ") : -1].split(", "))
+        truth = liarsdice_bid_truth(dice, opponent_dice, quantity, face)
+        key = (truth, -quantity, held[face], face)
+        if best_key is None or key > best_key:
+            best_action, best_key = action, key
+    if "[Call]" in legal:
+        standing_false = 1 - liarsdice_bid_truth(dice, opponent_dice, *player_bid)
+        if best_key is None or (standing_false > 0.5 and standing_false >= best_key[0]):
+            return "[Call]"
+    return best_action
+
+
+class OraclePlayer(ScriptedPlayer):
+    """An exact (or, for Liar's Dice, sound) policy per game.
+
+    Kuhn: the Nash policy with the given ``kuhn_alpha`` (default 0), sampled from the sample key.
+    TicTacToe: memoised minimax (never loses). Nim: nim-sum (wins every won position). Liar's Dice: the
+    binomial heuristic of ``liarsdice_choice``.
+    """
+
+    spec = "oracle"
+    helpers = (
+        kuhn_nash_policy, kuhn_action, ttt_winner, ttt_value, ttt_best_move, nim_move,
+        binomial_tail, liarsdice_bid_truth, liarsdice_choice,
+    )  # fmt: skip
+
+    def __init__(self, kuhn_alpha: Fraction | int = 0) -> None:
+        self.kuhn_alpha = Fraction(kuhn_alpha)
+        self.kuhn_policy = kuhn_nash_policy(self.kuhn_alpha)
+
+    def config(self) -> dict[str, Any]:
+        return {"kuhn_alpha": str(self.kuhn_alpha)}
+
+    def act(self, observation: Observation) -> Decision:
+        state, legal = observation.state, observation.legal_actions
+        if observation.game_id == "kuhn":
+            p_bet = self.kuhn_policy[observation.info_set]
+            bet = sample_rng(self.spec, observation.sample_key).random() < p_bet
+            return Decision(action=kuhn_action(legal, bet))
+        if observation.game_id == "tictactoe":
+            return Decision(action=f"[{ttt_best_move(state['board'], state['mark'])}]")
+        if observation.game_id == "nim":
+            pile, quantity = nim_move(state["piles"])
+            return Decision(action=f"[{pile} {quantity}]")
+        if observation.game_id == "liarsdice":
+            return Decision(action=liarsdice_choice(state, legal))
+        raise ValueError(f"the oracle has no policy for game {observation.game_id!r}")
+
+
+SCRIPTED: dict[str, type[ScriptedPlayer]] = {
+    cls.spec: cls for cls in (RandomPlayer, FirstPlayer, OraclePlayer, StallerPlayer, SpammerPlayer)
+}
+
+
+def make_scripted(name: str) -> ScriptedPlayer:
+    """A scripted player by name; a ValueError lists the known names otherwise."""
+    try:
+        return SCRIPTED[name]()
+    except KeyError:
+        raise ValueError(f"unknown scripted player {name!r}; known: {sorted(SCRIPTED)}") from None
