@@ -10,6 +10,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import textarena as ta
 
+from arena.errors import ArenaError
 from arena.hashing import digest_config
 from arena.players.base import Observation
 
@@ -212,11 +213,11 @@ def reject_unknown_keys(game_id: str, variant: Mapping[str, Any], allowed: Mappi
         raise TypeError(f"{game_id} variant must be a mapping, got {type(variant).__name__}: {variant!r}")
     unknown = sorted(set(variant) - set(allowed))
     if unknown:
-        raise ValueError(f"unknown {game_id} variant key(s) {unknown}; allowed keys: {sorted(allowed)}")
+        raise ArenaError(f"unknown {game_id} variant key(s) {unknown}; allowed keys: {sorted(allowed)}")
 
 
 def require_int(game_id: str, key: str, value: Any, minimum: int) -> int:
     """``value`` as an int >= ``minimum``, or a ValueError naming the key and value."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{game_id} variant {key!r} must be an int >= {minimum}, got {value!r}")
+        raise ArenaError(f"{game_id} variant {key!r} must be an int >= {minimum}, got {value!r}")
     return value

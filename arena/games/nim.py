@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from arena.errors import ArenaError
 from arena.games.base import Game, reject_unknown_keys, require_int
 
 ENV_ID = "Nim-v0"
@@ -25,7 +26,7 @@ class NimGame(Game):
         reject_unknown_keys("nim", variant, NimGame.DEFAULTS)
         piles = variant.get("piles", NimGame.DEFAULTS["piles"])
         if isinstance(piles, (str, bytes)) or not isinstance(piles, Sequence) or len(piles) == 0:
-            raise ValueError(f"nim variant 'piles' must be a non-empty list of ints >= 1, got {piles!r}")
+            raise ArenaError(f"nim variant 'piles' must be a non-empty list of ints >= 1, got {piles!r}")
         return {"piles": [require_int("nim", "piles", size, 1) for size in piles]}
 
     @staticmethod

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from arena.errors import ArenaError
 from arena.games import kuhn, liarsdice, nim, tictactoe
 from arena.games.base import Game, GameResult
 
@@ -48,7 +49,7 @@ def get_spec(game_id: str) -> GameSpec:
     try:
         return GAMES[game_id]
     except (KeyError, TypeError):
-        raise ValueError(f"unknown game id {game_id!r}; known games: {sorted(GAMES)}") from None
+        raise ArenaError(f"unknown game id {game_id!r}; known games: {sorted(GAMES)}") from None
 
 
 def make_game(game_id: str, seed: int, variant: Mapping[str, Any] | None = None) -> Game:
