@@ -20,6 +20,8 @@ from typing import Any
 import trueskill
 
 from arena.artifacts import atomic_dir, atomic_write_json, dump_json
+from arena.config import ConfigError
+from arena.errors import ArenaError
 from arena.hashing import canonical_json, digest_config
 from arena.stats import game_score, seat_assignments, summarize_outcomes, wilson_interval
 
@@ -34,6 +36,10 @@ FLOAT_DECIMALS = 6
 # (game_id, variant, spec in p0 seat for even games, spec in p0 seat for odd games, seeds) -> game records.
 PlayFn = Callable[[str, Mapping[str, Any], str, str, Sequence[int]], list[dict[str, Any]]]
 SeedRangeLike = range | Sequence[int] | Mapping[str, int]
+
+
+class TournamentError(ArenaError):
+    """A tournament or score-card archive cannot be used as given (bad players, records, or cards)."""
 
 
 class PlayerLoadError(RuntimeError):
@@ -57,17 +63,17 @@ def as_seed_range(value: SeedRangeLike, what: str = "seed range") -> range:
     elif isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 2:
         result = range(_int(value[0], what), _int(value[1], what))
     else:
-        raise ValueError(f"{what} must be a range, [start, stop] or {{start, stop}}, got {value!r}")
+        raise ConfigError(f"{what} must be a range, [start, stop] or {{start, stop}}, got {value!r}")
     if result.step != 1:
-        raise ValueError(f"{what} must have step 1, got {result!r}; list the seeds as one contiguous range")
+        raise ConfigError(f"{what} must have step 1, got {result!r}; list the seeds as one contiguous range")
     if len(result) == 0:
-        raise ValueError(f"{what} {format_range(result)} is empty; give a stop greater than its start")
+        raise ConfigError(f"{what} {format_range(result)} is empty; give a stop greater than its start")
     return result
 
 
 def _int(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{what} bounds must be integers, got {value!r}")
+        raise ConfigError(f"{what} bounds must be integers, got {value!r}")
     return value
 
 
@@ -82,7 +88,7 @@ def check_seed_ranges(eval_seeds: range, reserved: Iterable[SeedRangeLike]) -> N
         other = as_seed_range(value, f"reserved seed range #{index}")
         low, high = max(eval_seeds.start, other.start), min(eval_seeds.stop, other.stop)
         if low < high:
-            raise ValueError(
+            raise ConfigError(
                 f"evaluation seeds {format_range(eval_seeds)} overlap rollout/training seeds "
                 f"{format_range(other)} (reserved range #{index}) on seeds {format_range(range(low, high))}; "
                 f"held-out evaluation needs a seed range disjoint from every training range"
@@ -109,13 +115,32 @@ def game_label(game_id: str, variant: Mapping[str, Any]) -> str:
     return f"{game_id}[{inner}]"
 
 
+def _game_entry(entry: Any, key: str) -> GameEntry:
+    if isinstance(entry, str) and entry:
+        return GameEntry(entry, {})
+    if (
+        isinstance(entry, Mapping)
+        and isinstance(entry.get("id"), str)
+        and entry["id"]
+        and not set(entry) - {"id", "variant"}
+    ):
+        variant = entry.get("variant") or {}
+        if isinstance(variant, Mapping):
+            return GameEntry(entry["id"], dict(variant))
+    raise ConfigError(f"{key} = {entry!r} is invalid: a game id, or {{id: <game id>, variant: {{<overrides>}}}}")
+
+
+_RATING_KEYS = ("mu", "sigma", "beta", "tau", "draw_probability")
+
+
 @dataclass(frozen=True)
 class EvalConfig:
     """The conditions scores are measured under: games, held-out seeds, TrueSkill parameters.
 
     The players are deliberately not part of it: they are the subjects, recorded in each card, so
     cards from tournaments with different player sets but the same conditions share one hash and
-    can be combined into one leaderboard.
+    can be combined into one leaderboard. TrueSkill defaults are the package's (mu 25, sigma 25/3,
+    beta 25/6, tau 25/300, draw probability 0.10).
     """
 
     games: tuple[GameEntry, ...]
@@ -128,54 +153,55 @@ class EvalConfig:
 
     def __post_init__(self) -> None:
         if not self.games:
-            raise ValueError("an evaluation needs at least one game; list games as [{id: kuhn, variant: {}}]")
+            raise ConfigError("eval.games is empty: list at least one game, e.g. [{id: kuhn, variant: {}}]")
         labels = [game.label for game in self.games]
         duplicates = sorted({label for label in labels if labels.count(label) > 1})
         if duplicates:
-            raise ValueError(f"games listed twice in the evaluation: {duplicates}; list each (game, variant) once")
-        as_seed_range(self.seeds, "evaluation seeds")
-        for name in ("mu", "sigma", "beta", "tau", "draw_probability"):
+            raise ConfigError(f"eval.games lists {duplicates} twice; list each (game, variant) once")
+        as_seed_range(self.seeds, "eval.seeds")
+        for name in _RATING_KEYS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"trueskill.{name} must be a finite number, got {value!r}")
-        if self.sigma <= 0 or self.beta <= 0 or self.tau < 0:
-            raise ValueError(f"need sigma > 0, beta > 0, tau >= 0; got {self.sigma}, {self.beta}, {self.tau}")
-        if not 0 < self.draw_probability < 1:
-            raise ValueError(
-                f"trueskill.draw_probability must lie strictly between 0 and 1 (games here can draw), "
-                f"got {self.draw_probability!r}"
-            )
+                raise ConfigError(f"eval.trueskill.{name} = {value!r} must be a finite number")
+        for name, ok, allowed in (
+            ("sigma", self.sigma > 0, "> 0"),
+            ("beta", self.beta > 0, "> 0"),
+            ("tau", self.tau >= 0, ">= 0"),
+            ("draw_probability", 0 < self.draw_probability < 1, "strictly between 0 and 1 (these games can draw)"),
+        ):
+            if not ok:
+                raise ConfigError(f"eval.trueskill.{name} = {getattr(self, name)!r} is invalid: must be {allowed}")
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> EvalConfig:
-        """Parse ``{games: [{id, variant?}], seeds: {start, stop} | [start, stop], trueskill?: {...}}``."""
+    def from_dict(cls, data: Mapping[str, Any], section: str = "eval") -> EvalConfig:
+        """Parse ``{games: [id | {id, variant}], seeds: {start, stop} | [start, stop], trueskill?: {...}}``.
+
+        ``section`` only names keys in error messages (``eval.games[1].variant``).
+        """
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{section} must be a mapping with games, seeds and optional trueskill, got {data!r}")
         unknown = sorted(set(data) - {"games", "seeds", "trueskill"})
         if unknown:
-            raise ValueError(f"unknown evaluation config keys {unknown}; allowed: games, seeds, trueskill")
-        if "games" not in data or "seeds" not in data:
-            raise ValueError("evaluation config needs 'games' and 'seeds'")
-        games = []
-        for index, entry in enumerate(data["games"]):
-            if not isinstance(entry, Mapping) or set(entry) - {"id", "variant"} or not entry.get("id"):
-                raise ValueError(f"games[{index}] must be {{id: <game id>, variant: {{...}}}}, got {entry!r}")
-            variant = entry.get("variant") or {}
-            if not isinstance(variant, Mapping):
-                raise ValueError(f"games[{index}].variant must be a mapping, got {variant!r}")
-            games.append(GameEntry(str(entry["id"]), dict(variant)))
-        rating = dict(data.get("trueskill") or {})
-        allowed = {"mu", "sigma", "beta", "tau", "draw_probability"}
-        if set(rating) - allowed:
-            raise ValueError(f"unknown trueskill keys {sorted(set(rating) - allowed)}; allowed: {sorted(allowed)}")
-        return cls(tuple(games), as_seed_range(data["seeds"], "evaluation seeds"), **rating)
+            raise ConfigError(f"unknown keys {unknown} in {section}; allowed: games, seeds, trueskill")
+        for key in ("games", "seeds"):
+            if key not in data:
+                raise ConfigError(f"missing required key {section}.{key}")
+        if isinstance(data["games"], (str, Mapping)) or not isinstance(data["games"], Sequence):
+            raise ConfigError(f"{section}.games = {data['games']!r} must be a list of games")
+        games = tuple(_game_entry(entry, f"{section}.games[{index}]") for index, entry in enumerate(data["games"]))
+        rating = data.get("trueskill") or {}
+        if not isinstance(rating, Mapping) or set(rating) - set(_RATING_KEYS):
+            raise ConfigError(
+                f"{section}.trueskill = {rating!r} is invalid: a mapping with keys from {', '.join(_RATING_KEYS)}"
+            )
+        return cls(games, as_seed_range(data["seeds"], f"{section}.seeds"), **rating)
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical form that is hashed and stored in every card (``from_dict`` reads it back)."""
         return {
             "games": [{"id": game.game_id, "variant": dict(game.variant)} for game in self.games],
             "seeds": {"start": self.seeds.start, "stop": self.seeds.stop},
-            "trueskill": {
-                name: float(getattr(self, name)) for name in ("mu", "sigma", "beta", "tau", "draw_probability")
-            },
+            "trueskill": {name: float(getattr(self, name)) for name in _RATING_KEYS},
         }
 
     def digest(self) -> str:
@@ -202,9 +228,9 @@ class Outcome:
 
     def __post_init__(self) -> None:
         if self.player_a == self.player_b:
-            raise ValueError(f"a rated game needs two different players, got {self.player_a!r} twice")
+            raise TournamentError(f"a rated game needs two different players, got {self.player_a!r} twice")
         if self.score_a not in (0.0, 0.5, 1.0):
-            raise ValueError(f"score_a must be 1, 0.5 or 0, got {self.score_a!r}")
+            raise TournamentError(f"score_a must be 1, 0.5 or 0, got {self.score_a!r}")
 
 
 def update_ratings(
@@ -254,11 +280,11 @@ def _pin_for(records: Sequence[Mapping[str, Any]], seats: Sequence[int], spec: s
     for record, seat in zip(records, seats, strict=True):
         pin_list = record.get("pins")
         if not isinstance(pin_list, Sequence) or len(pin_list) != 2 or not isinstance(pin_list[seat], Mapping):
-            raise ValueError(f"record seed {record.get('seed')!r} has no pin dict for seat {seat}: {pin_list!r}")
+            raise TournamentError(f"record seed {record.get('seed')!r} has no pin dict for seat {seat}: {pin_list!r}")
         pins.append(dict(pin_list[seat]))
     distinct = sorted({canonical_json(pin) for pin in pins})
     if len(distinct) != 1:
-        raise ValueError(
+        raise TournamentError(
             f"player {spec!r} changed pin within one match ({len(distinct)} distinct pins, e.g. {distinct[:2]}); "
             f"a score must be pinned to one model/code version"
         )
@@ -295,34 +321,34 @@ def _check_records(
 ) -> None:
     where = f"{spec_a!r} vs {spec_b!r} on {game.label}"
     if spec_a == spec_b:
-        raise ValueError(f"a score card needs two different players, got {spec_a!r} twice")
+        raise TournamentError(f"a score card needs two different players, got {spec_a!r} twice")
     if len(records) != len(seeds):
-        raise ValueError(
+        raise TournamentError(
             f"play returned {len(records)} records for {len(seeds)} seeds ({where}); expected one per seed"
         )
     got_seeds = sorted(record.get("seed") for record in records)
     if got_seeds != list(seeds):
-        raise ValueError(f"play returned seeds other than the evaluation seeds {format_range(seeds)} ({where})")
+        raise TournamentError(f"play returned seeds other than the evaluation seeds {format_range(seeds)} ({where})")
     # Only the game id is checked: a runner may record the variant with its defaults filled in.
     wrong = sorted({str(record.get("game_id")) for record in records} - {game.game_id})
     if wrong:
-        raise ValueError(f"play returned records for game(s) {wrong} when {where} was asked for")
+        raise TournamentError(f"play returned records for game(s) {wrong} when {where} was asked for")
 
 
 def verify_card(card: Mapping[str, Any], source: str = "card") -> None:
     """Raise when a card is malformed, its digest is stale, or its summary does not follow from its outcomes."""
     if card.get("schema") != SCORECARD_SCHEMA:
-        raise ValueError(f"{source}: schema {card.get('schema')!r} is not {SCORECARD_SCHEMA!r}")
+        raise TournamentError(f"{source}: schema {card.get('schema')!r} is not {SCORECARD_SCHEMA!r}")
     if card.get("digest") != card_digest(card):
-        raise ValueError(f"{source}: digest does not match its content (edited by hand?); regenerate the card")
+        raise TournamentError(f"{source}: digest does not match its content (edited by hand?); regenerate the card")
     config = EvalConfig.from_dict(card["eval_config"])
     if config.to_dict() != card["eval_config"] or config.digest() != card["eval_config_hash"]:
-        raise ValueError(f"{source}: eval_config_hash does not match its eval_config")
+        raise TournamentError(f"{source}: eval_config_hash does not match its eval_config")
     if card["seeds"] != config.to_dict()["seeds"]:
-        raise ValueError(f"{source}: seeds {card['seeds']} differ from its eval config's {config.to_dict()['seeds']}")
+        raise TournamentError(f"{source}: seeds {card['seeds']} differ from its eval config's")
     specs = [player["spec"] for player in card["players"]]
     if card["summary"] != summarize_outcomes(card["game_id"], card["outcomes"], *specs):
-        raise ValueError(f"{source}: summary does not follow from its outcomes; regenerate the card")
+        raise TournamentError(f"{source}: summary does not follow from its outcomes; regenerate the card")
 
 
 def write_scorecards(
@@ -339,7 +365,7 @@ def write_scorecards(
         verify_card(card)
         name = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', card['game_id'])}-{card['digest'][:24]}{CARD_SUFFIX}"
         if name in names:
-            raise ValueError(f"card {card['digest']} is listed twice; write each card once")
+            raise TournamentError(f"card {card['digest']} is listed twice; write each card once")
         names[name] = dump_json(card)
     with atomic_dir(directory) as tmp:
         for name, text in sorted(names.items()):
@@ -413,9 +439,9 @@ def run_tournament(
     """
     players = list(players)
     if len(set(players)) != len(players):
-        raise ValueError(f"players listed twice: {sorted({p for p in players if players.count(p) > 1})}")
+        raise TournamentError(f"players listed twice: {sorted({p for p in players if players.count(p) > 1})}")
     if len(players) < 2 or not all(isinstance(p, str) and p for p in players):
-        raise ValueError(f"a tournament needs at least two player specs (non-empty strings), got {players!r}")
+        raise TournamentError(f"a tournament needs at least two player specs (non-empty strings), got {players!r}")
     check_seed_ranges(config.seeds, reserved_seeds)
     seeds = list(config.seeds)
     excluded: dict[str, str] = {}
@@ -429,7 +455,7 @@ def run_tournament(
                     records = play(game.game_id, dict(game.variant), spec_a, spec_b, seeds)
                 except PlayerLoadError as error:
                     if error.spec not in (spec_a, spec_b):
-                        raise ValueError(
+                        raise TournamentError(
                             f"play raised PlayerLoadError for {error.spec!r} while playing {spec_a!r} vs {spec_b!r}"
                         ) from error
                     excluded[error.spec] = f"failed to load or play: {error.reason}"
@@ -463,7 +489,7 @@ def _single_config(cards: Sequence[Mapping[str, Any]]) -> EvalConfig:
         hashes[card["eval_config_hash"]] = hashes.get(card["eval_config_hash"], 0) + 1
     if len(hashes) != 1:
         listing = ", ".join(f"{h[:12]} ({n} cards)" for h, n in sorted(hashes.items()))
-        raise ValueError(f"the archive mixes evaluation configs {listing}; build one leaderboard per eval config")
+        raise TournamentError(f"the archive mixes evaluation configs {listing}; build one leaderboard per eval config")
     return EvalConfig.from_dict(cards[0]["eval_config"])
 
 
@@ -474,7 +500,7 @@ def _unique_cards(cards: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]
         card = by_digest[digest]
         key = (game_label(card["game_id"], card["variant"]), tuple(sorted(p["spec"] for p in card["players"])))
         if key in seen:
-            raise ValueError(
+            raise TournamentError(
                 f"two different cards for {key[1]} on {key[0]}: {seen[key][:12]} and {digest[:12]}; "
                 f"keep one archive per evaluation run"
             )
@@ -489,7 +515,7 @@ def _pins(cards: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
         for player in card["players"]:
             spec, pin = player["spec"], player["pin"]
             if spec in pins and canonical_json(pins[spec]) != canonical_json(pin):
-                raise ValueError(
+                raise TournamentError(
                     f"player {spec!r} has different pins in cards {origin[spec][:12]} and {card['digest'][:12]}: "
                     f"the same spec names two different players; give them distinct specs"
                 )
@@ -578,7 +604,7 @@ def build_leaderboard(
     TrueSkill processes completed games ordered by (seed, game, seats); errored games are skipped.
     """
     if not cards:
-        raise ValueError("the score-card archive is empty: run a tournament before building a leaderboard")
+        raise TournamentError("the score-card archive is empty: run a tournament before building a leaderboard")
     for card in cards:
         verify_card(card, f"card {card.get('digest', '?')[:12]}")
     config = _single_config(cards)
@@ -623,7 +649,7 @@ def build_leaderboard(
     }
     unrated.update({spec: reason for spec, reason in excluded.items() if spec not in overall})
     if not overall:
-        raise ValueError(f"no player completed a game without error; unrated: {unrated}")
+        raise TournamentError(f"no player completed a game without error; unrated: {unrated}")
 
     ranking = _rating_rows(overall, totals)
     for row in ranking:
