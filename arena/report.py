@@ -119,8 +119,10 @@ def plot_head_to_head(leaderboard: Mapping[str, Any], game: str | None = None) -
         for i, row in enumerate(matrix):
             for j, cell in enumerate(row):
                 if cell is not None and cell["win_rate"]["rate"] is not None:
-                    text = f"{cell['win_rate']['rate']:.2f}\nn={cell['games']}"
-                    ax.text(j, i, text, ha="center", va="center", fontsize=8)
+                    rate = cell["win_rate"]["rate"]
+                    # White text on the saturated ends of the colour map, black on the pale middle.
+                    colour = "white" if abs(rate - 0.5) > 0.3 else "black"
+                    ax.text(j, i, f"{rate:.2f}\nn={cell['games']}", ha="center", va="center", fontsize=8, color=colour)
         labels = [_short(p) for p in players]
         ax.set_xticks(range(size), labels, rotation=40, ha="right", fontsize=8)
         ax.set_yticks(range(size), labels, fontsize=8)
@@ -179,6 +181,14 @@ def validate_rounds(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
             )
         if isinstance(row["round"], bool) or not isinstance(row["round"], int) or row["round"] < 0:
             raise ReportError(f"history[{index}].round = {row['round']!r} must be an integer >= 0")
+        for key in ("win_rate", "low", "high", "mu", "sigma", "exploitability"):
+            value = row.get(key)
+            optional = key in ROUND_OPTIONAL
+            if (value is None and optional) or (
+                isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            ):
+                continue
+            raise ReportError(f"history[{index}].{key} = {value!r} must be a finite number{' or null' * optional}")
         if not 0 <= row["low"] <= row["win_rate"] <= row["high"] <= 1:
             raise ReportError(
                 f"history[{index}] needs 0 <= low <= win_rate <= high <= 1, got "
@@ -243,6 +253,8 @@ _CSS = """
 body { font-family: sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; margin: 1em 0; }
 th, td { border: 1px solid #bbb; padding: 0.25em 0.6em; text-align: right; }
+td { white-space: nowrap; }
+td.cell { text-align: center; }
 th { background: #f0f0f0; }
 td.name, th.name { text-align: left; font-family: monospace; }
 figure { display: inline-block; margin: 1em; }
@@ -268,17 +280,21 @@ def _esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _ranking_html(leaderboard: Mapping[str, Any]) -> str:
-    names = ("#", "player", "pin", "mu", "sigma", "mu-3sigma", "games", "W-D-L", "errored", "win rate", "95% CI")
+def _ranking_html(rows: Sequence[Mapping[str, Any]], table_id: str) -> str:
+    """A rating table; the pin column appears when the rows carry pins (the overall ranking)."""
+    with_pin = bool(rows) and "pin_digest" in rows[0]
+    names = ["#", "player", *(["pin"] if with_pin else []), "mu", "sigma", "mu-3sigma", "games", "W-D-L", "errored"]
+    names += ["win rate", "95% CI"]
     header = "".join(
         f'<th class="name">{name}</th>' if name in ("player", "pin") else f"<th>{name}</th>" for name in names
     )
     body = []
-    for row in leaderboard["ranking"]:
+    for row in rows:
+        pin = row.get("pin_digest", "")
         cells = [
             f"<td>{row['rank']}</td>",
             f'<td class="name">{_esc(row["player"])}</td>',
-            f'<td class="name" title="{_esc(row["pin_digest"])}">{_esc(row["pin_digest"][:PIN_PREFIX])}</td>',
+            *([f'<td class="name" title="{_esc(pin)}">{_esc(pin[:PIN_PREFIX])}</td>'] if with_pin else []),
             f"<td>{_number(row['mu'])}</td>",
             f"<td>{_number(row['sigma'])}</td>",
             f"<td>{_number(row['conservative'])}</td>",
@@ -289,7 +305,7 @@ def _ranking_html(leaderboard: Mapping[str, Any]) -> str:
             f"<td>{_interval(row['win_rate'])}</td>",
         ]
         body.append(f'<tr class="player">{"".join(cells)}</tr>')
-    return f'<table id="ranking"><thead><tr>{header}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return f'<table id="{_esc(table_id)}"><thead><tr>{header}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
 def _matrix_html(players: Sequence[str], matrix: Sequence[Sequence[Mapping[str, Any] | None]], table_id: str) -> str:
@@ -302,7 +318,7 @@ def _matrix_html(players: Sequence[str], matrix: Sequence[Sequence[Mapping[str, 
         for cell in row:
             rate = None if cell is None else cell["win_rate"]["rate"]
             text = "" if cell is None else f'{_number(rate, 2)}<br><span class="muted">n={cell["games"]}</span>'
-            cells.append(f'<td style="background:{_cell_colour(rate)}">{text}</td>')
+            cells.append(f'<td class="cell" style="background:{_cell_colour(rate)}">{text}</td>')
         body.append(f'<tr><td class="name">{_esc(_short(player))}</td>{"".join(cells)}</tr>')
     return f'<table id="{_esc(table_id)}"><thead><tr>{header}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
@@ -377,7 +393,7 @@ def build_html(leaderboard: Mapping[str, Any], images: Mapping[str, bytes | str 
         f"{_esc(', '.join(leaderboard['games']))}; seeds [{config['seeds']['start']}, {config['seeds']['stop']}); "
         f"{len(leaderboard['cards'])} score cards. Ranked by TrueSkill mu - 3 sigma; draws count as half a win.</p>",
         "<h2>Ranking</h2>",
-        _ranking_html(leaderboard),
+        _ranking_html(leaderboard["ranking"], "ranking"),
     ]
     if leaderboard.get("unrated"):
         items = "".join(
@@ -389,6 +405,10 @@ def build_html(leaderboard: Mapping[str, Any], images: Mapping[str, bytes | str 
     for index, game in enumerate(leaderboard["games"]):
         sections.append(f"<h3>{_esc(game)}</h3>")
         sections.append(_matrix_html(head["players"], head["by_game"][game], f"head-to-head-{index}"))
+    sections.append("<h2>Ratings by game</h2>")
+    for index, game in enumerate(leaderboard["games"]):
+        sections.append(f"<h3>{_esc(game)}</h3>")
+        sections.append(_ranking_html(leaderboard["ratings_by_game"][game], f"ratings-{index}"))
     sections.append("<h2>Pairs</h2>")
     sections.append(_pairs_html(leaderboard))
     if images:

@@ -276,19 +276,24 @@ def card_digest(card: Mapping[str, Any]) -> str:
 
 
 def _pin_for(records: Sequence[Mapping[str, Any]], seats: Sequence[int], spec: str) -> dict[str, Any]:
+    """The player's pin, identical in every completed game; errored games may lack one (endpoint down)."""
     pins = []
     for record, seat in zip(records, seats, strict=True):
         pin_list = record.get("pins")
-        if not isinstance(pin_list, Sequence) or len(pin_list) != 2 or not isinstance(pin_list[seat], Mapping):
+        pin = pin_list[seat] if isinstance(pin_list, Sequence) and len(pin_list) == 2 else None
+        if isinstance(pin, Mapping):
+            pins.append((bool(record.get("errored")), dict(pin)))
+        elif not record.get("errored"):
             raise TournamentError(f"record seed {record.get('seed')!r} has no pin dict for seat {seat}: {pin_list!r}")
-        pins.append(dict(pin_list[seat]))
-    distinct = sorted({canonical_json(pin) for pin in pins})
-    if len(distinct) != 1:
+    completed = [pin for errored, pin in pins if not errored]
+    distinct = sorted({canonical_json(pin) for pin in completed})
+    if len(distinct) > 1:
         raise TournamentError(
             f"player {spec!r} changed pin within one match ({len(distinct)} distinct pins, e.g. {distinct[:2]}); "
             f"a score must be pinned to one model/code version"
         )
-    return pins[0]
+    # A match with no completed game scores nobody (its players are excluded); keep whatever pin it reported.
+    return completed[0] if completed else (pins[0][1] if pins else {})
 
 
 def make_scorecard(
@@ -326,9 +331,17 @@ def _check_records(
         raise TournamentError(
             f"play returned {len(records)} records for {len(seeds)} seeds ({where}); expected one per seed"
         )
-    got_seeds = sorted(record.get("seed") for record in records)
-    if got_seeds != list(seeds):
+    got_seeds = [record.get("seed") for record in records]
+    if not all(isinstance(seed, int) for seed in got_seeds) or sorted(got_seeds) != list(seeds):
         raise TournamentError(f"play returned seeds other than the evaluation seeds {format_range(seeds)} ({where})")
+    if not all(isinstance(r.get("players"), Sequence) and len(r["players"]) == 2 for r in records):
+        raise TournamentError(f"play returned a record without a two-seat players list ({where})")
+    # Seats must alternate so neither player keeps the first-mover advantage: A opens in half the games.
+    a_first = sum(record["players"][0] == spec_a for record in records)
+    if abs(2 * a_first - len(records)) > 1:
+        raise TournamentError(
+            f"{spec_a!r} sat in seat 0 in {a_first} of {len(records)} games ({where}); seats must swap every game"
+        )
     # Only the game id is checked: a runner may record the variant with its defaults filled in.
     wrong = sorted({str(record.get("game_id")) for record in records} - {game.game_id})
     if wrong:
@@ -600,7 +613,8 @@ def build_leaderboard(
     sigma, games, wins, draws, losses, errored, win_rate {rate, low, high}; sorted by conservative),
     ``ratings_by_game`` {label: rows like ranking without pins}, ``head_to_head`` {players (ranking
     order), overall, by_game {label}: matrices whose cell [i][j] is player i's record against
-    player j, or null}, ``pairs`` (each card's summary) and ``unrated`` [{player, reason}].
+    player j, or null}, ``pairs`` (each card's summary, by game then players) and ``unrated``
+    [{player, reason}].
     TrueSkill processes completed games ordered by (seed, game, seats); errored games are skipped.
     """
     if not cards:
@@ -671,7 +685,10 @@ def build_leaderboard(
             "overall": _rounded(_matrix(order, head)),
             "by_game": {label: _rounded(_matrix(order, head_by_game[label])) for label in game_order},
         },
-        "pairs": [_pair_row(card) for card in cards],
+        "pairs": sorted(
+            (_pair_row(card) for card in cards),
+            key=lambda pair: (game_order.index(pair["game"]), pair["p0"], pair["p1"]),
+        ),
         "unrated": [{"player": spec, "reason": reason} for spec, reason in sorted(unrated.items())],
     }
 

@@ -168,6 +168,21 @@ def test_cards_reject_records_that_do_not_match_the_request():
     changed[3]["pins"][changed[3]["players"].index("oracle")] = {"kind": "scripted", "code_digest": "other"}
     with pytest.raises(TournamentError, match="changed pin"):
         make_scorecard(config, config.games[0], "oracle", "random", changed)
+    fixed_seats = copy.deepcopy(records)
+    for record in fixed_seats[1::2]:
+        record["players"].reverse()
+        record["pins"].reverse()
+        record["rewards"].reverse()
+    with pytest.raises(TournamentError, match="seat 0 in 40 of 40 games"):
+        make_scorecard(config, config.games[0], "oracle", "random", fixed_seats)
+    unpinned = copy.deepcopy(records)
+    unpinned[5]["pins"] = None
+    with pytest.raises(TournamentError, match="no pin dict"):
+        make_scorecard(config, config.games[0], "oracle", "random", unpinned)
+    # An errored game may lack pins (the endpoint never answered): it scores nobody, so that is accepted.
+    unpinned[5].update(errored=True, error="endpoint unreachable")
+    card = make_scorecard(config, config.games[0], "oracle", "random", unpinned)
+    assert card["summary"]["errored"] == 1 and card["players"][0]["pin"] == pin_of("oracle")
 
 
 def test_player_that_fails_to_load_is_reported_and_left_out():
@@ -291,7 +306,8 @@ def test_leaderboard_refuses_mixed_configs_conflicting_pins_and_empty_archives()
 
 
 def test_all_games_errored_means_no_leaderboard():
-    records = [make_record("kuhn", s, ["a", "b"], [0, 0], errored=True, error="down") for s in range(3)]
+    seats = (["a", "b"], ["b", "a"], ["a", "b"])
+    records = [make_record("kuhn", s, seats[s], [0, 0], errored=True, error="down") for s in range(3)]
     config = EvalConfig.from_dict({"games": ["kuhn"], "seeds": [0, 3]})
     card = make_scorecard(config, config.games[0], "a", "b", records)
     with pytest.raises(TournamentError, match="no player completed"):

@@ -81,9 +81,12 @@ class ScriptedPlay:
         for k, seed in enumerate(seeds):
             seats = [spec_a, spec_b] if k % 2 == 0 else [spec_b, spec_a]
             if self.broken & set(seats):
-                records.append(
-                    make_record(game_id, seed, seats, [0, 0], errored=True, error="endpoint unreachable (synthetic)")
+                # An unreachable endpoint reports no pin, so its seat's pin is missing (None).
+                pins = [None if spec in self.broken else pin_of(spec) for spec in seats]
+                record = make_record(
+                    game_id, seed, seats, [0, 0], errored=True, error="endpoint unreachable (synthetic)"
                 )
+                records.append({**record, "pins": pins})
                 continue
             score0 = self._score(seats, k)
             records.append(self._record(game_id, variant, seed, seats, score0))
