@@ -33,7 +33,7 @@ EXCLUDED_FILE = "excluded.json"
 # libm function between machines almost never reaches the rendered value.
 FLOAT_DECIMALS = 6
 
-# (game_id, variant, spec in p0 seat for even games, spec in p0 seat for odd games, seeds) -> game records.
+# play(game_id, variant, spec_a, spec_b, seeds) -> one record per seed, spec_a in seat k % 2 for the k-th game.
 PlayFn = Callable[[str, Mapping[str, Any], str, str, Sequence[int]], list[dict[str, Any]]]
 SeedRangeLike = range | Sequence[int] | Mapping[str, int]
 
@@ -42,8 +42,8 @@ class TournamentError(ArenaError):
     """A tournament or score-card archive cannot be used as given (bad players, records, or cards)."""
 
 
-class PlayerLoadError(RuntimeError):
-    """Raised by a ``play`` callable when one player cannot be loaded or cannot play at all."""
+class PlayerLoadError(ArenaError):
+    """Raised by a ``play`` callable when one player cannot be loaded or cannot play at all (names the spec)."""
 
     def __init__(self, spec: str, reason: str) -> None:
         super().__init__(f"player {spec!r} failed to load: {reason}")
@@ -357,6 +357,8 @@ def verify_card(card: Mapping[str, Any], source: str = "card") -> None:
     config = EvalConfig.from_dict(card["eval_config"])
     if config.to_dict() != card["eval_config"] or config.digest() != card["eval_config_hash"]:
         raise TournamentError(f"{source}: eval_config_hash does not match its eval_config")
+    if game_label(card["game_id"], card["variant"]) not in [game.label for game in config.games]:
+        raise TournamentError(f"{source}: game {card['game_id']!r} {card['variant']} is not in its eval config")
     if card["seeds"] != config.to_dict()["seeds"]:
         raise TournamentError(f"{source}: seeds {card['seeds']} differ from its eval config's")
     specs = [player["spec"] for player in card["players"]]
@@ -393,7 +395,7 @@ def load_archive(dirs: Iterable[str | Path]) -> list[dict[str, Any]]:
     for directory in dirs:
         directory = Path(directory)
         if not directory.is_dir():
-            raise FileNotFoundError(f"score-card archive {directory} is not a directory; run the tournament first")
+            raise TournamentError(f"score-card archive {directory} is not a directory; run the tournament first")
         for path in sorted(directory.glob(f"*{CARD_SUFFIX}")):
             card = json.loads(path.read_text(encoding="utf-8"))
             verify_card(card, str(path))

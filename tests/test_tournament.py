@@ -155,6 +155,11 @@ def test_score_card_pins_both_players_and_recomputes_its_score():
     tampered["digest"] = card_digest(tampered)
     with pytest.raises(TournamentError, match="summary does not follow"):
         verify_card(tampered)
+    foreign = copy.deepcopy(card)
+    foreign["game_id"] = "chess"
+    foreign["digest"] = card_digest(foreign)
+    with pytest.raises(TournamentError, match="'chess' {} is not in its eval config"):
+        verify_card(foreign)
 
 
 def test_cards_reject_records_that_do_not_match_the_request():
@@ -279,6 +284,8 @@ def test_archive_round_trip_is_byte_identical_and_verified(tmp_path):
     # Rewriting an archive replaces it whole: no stale cards stay behind.
     write_scorecards(tmp_path / "a", result.cards[:2])
     assert len(load_archive([tmp_path / "a"])) == 2
+    with pytest.raises(TournamentError, match="not a directory"):
+        load_archive([tmp_path / "missing"])
     # A card edited by hand is caught, naming its file.
     victim = written_b[0]
     card = json.loads(victim.read_text())
