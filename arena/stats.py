@@ -1,0 +1,131 @@
+"""Match statistics: Wilson intervals and the per-match summary computed from game records."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+# Games whose rewards are chips summed over several rounds; their summaries also report chips per round.
+CHIP_GAMES = frozenset({"kuhn"})
+
+
+def wilson_interval(successes: float, n: int, z: float = 1.96) -> tuple[float, float, float]:
+    """Rate and Wilson score interval ``(rate, low, high)`` for ``successes`` out of ``n``.
+
+    Draws count as half a win: callers pass ``wins + draws / 2`` (so ``successes`` may be a half-integer).
+    A game scored 0, 1/2 or 1 with mean p has variance at most p(1 - p), the Bernoulli variance the
+    interval assumes, so treating draws this way keeps the interval conservative, never too narrow.
+
+    ``n == 0`` raises ``ValueError``: there is no rate to report, and a NaN would not survive JSON.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"n must be a non-negative int, got {n!r}")
+    if n == 0:
+        raise ValueError("wilson_interval needs at least one game (n=0); report the rate as missing instead")
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must lie in [0, n={n}], got {successes!r}")
+    if not (isinstance(z, (int, float)) and z > 0 and math.isfinite(z)):
+        raise ValueError(f"z must be a positive finite number (1.96 for 95%), got {z!r}")
+    rate = successes / n
+    z2 = z * z
+    centre = (rate + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * math.sqrt(rate * (1 - rate) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    # Clamp: for rate 0 or 1 the formula lands on the bound up to rounding, sometimes a hair outside.
+    return rate, max(0.0, centre - half), min(1.0, centre + half)
+
+
+def game_score(rewards: Sequence[float], seat: int) -> float:
+    """The seat's score in one two-player game: 1 for the higher reward, 0 for the lower, 1/2 for a tie."""
+    mine, theirs = rewards[seat], rewards[1 - seat]
+    if mine > theirs:
+        return 1.0
+    if mine < theirs:
+        return 0.0
+    return 0.5
+
+
+def seat_assignments(rows: Sequence[Mapping[str, Any]], p0_spec: str, p1_spec: str) -> list[tuple[int, int]]:
+    """``(seat of p0, seat of p1)`` for each game, read from each row's ``players`` list.
+
+    When both specs are the same string (self-play) the list cannot tell them apart, so the match
+    convention decides: p0 sits in seat ``k % 2`` for the k-th game.
+    """
+    seats: list[tuple[int, int]] = []
+    for k, row in enumerate(rows):
+        players = list(row.get("players", ()))
+        if sorted(players) != sorted([p0_spec, p1_spec]):
+            raise ValueError(
+                f"game {k} (seed {row.get('seed')!r}) has players {players!r}, expected seats for "
+                f"{p0_spec!r} and {p1_spec!r}; pass the specs the match was played with"
+            )
+        if p0_spec == p1_spec:
+            seats.append((k % 2, 1 - k % 2))
+        else:
+            seats.append((players.index(p0_spec), players.index(p1_spec)))
+    return seats
+
+
+def _rate_dict(successes: float, n: int) -> dict[str, float | None]:
+    if n == 0:
+        return {"rate": None, "low": None, "high": None}
+    rate, low, high = wilson_interval(successes, n)
+    return {"rate": rate, "low": low, "high": high}
+
+
+def summarize_outcomes(game_id: str, rows: Sequence[Mapping[str, Any]], p0_spec: str, p1_spec: str) -> dict[str, Any]:
+    """The match summary for rows shaped like game records (``players``, ``rewards``, ``errored``, ...).
+
+    ``games`` counts every row; ``errored`` rows count for neither side, so wins, draws, the win rate,
+    mean rewards, invalid moves and chips per round are all over the ``games - errored`` completed
+    games. Rates and means are ``None`` when no game completed. ``p0_win_rate`` counts draws as half.
+    """
+    seats = seat_assignments(rows, p0_spec, p1_spec)
+    wins = {"p0": 0, "p1": 0, "draws": 0}
+    reward_sum = {"p0": 0.0, "p1": 0.0}
+    invalid = {"p0": 0, "p1": 0}
+    chips = {"p0": 0.0, "p1": 0.0}
+    rounds = 0
+    errored = 0
+    for row, (s0, s1) in zip(rows, seats, strict=True):
+        if row.get("errored"):
+            errored += 1
+            continue
+        rewards = row["rewards"]
+        score = game_score(rewards, s0)
+        wins["p0" if score == 1.0 else "p1" if score == 0.0 else "draws"] += 1
+        reward_sum["p0"] += rewards[s0]
+        reward_sum["p1"] += rewards[s1]
+        invalid["p0"] += row.get("invalid_moves", [0, 0])[s0]
+        invalid["p1"] += row.get("invalid_moves", [0, 0])[s1]
+        for round_reward in row.get("round_rewards", []):
+            chips["p0"] += round_reward[s0]
+            chips["p1"] += round_reward[s1]
+            rounds += 1
+    completed = len(rows) - errored
+    summary: dict[str, Any] = {
+        "games": len(rows),
+        "wins": wins,
+        "errored": errored,
+        "p0_win_rate": _rate_dict(wins["p0"] + 0.5 * wins["draws"], completed),
+        "mean_reward": {k: (v / completed if completed else None) for k, v in reward_sum.items()},
+        "invalid_moves": invalid,
+    }
+    if game_id in CHIP_GAMES:
+        summary["mean_chips_per_round"] = {k: (v / rounds if rounds else None) for k, v in chips.items()}
+    return summary
+
+
+def summarize_match(records: Sequence[Mapping[str, Any]], p0_spec: str, p1_spec: str) -> dict[str, Any]:
+    """The JSON-able summary of one match (``arena play --json``; the runner adds ``games_per_sec``).
+
+    Keys: ``games``, ``wins`` {p0, p1, draws}, ``errored``, ``p0_win_rate`` {rate, low, high} (Wilson
+    95%, draws as half), ``mean_reward`` {p0, p1}, ``invalid_moves`` {p0, p1} and, for Kuhn,
+    ``mean_chips_per_round`` {p0, p1}. See ``summarize_outcomes`` for how errored games are treated.
+    """
+    if not records:
+        raise ValueError(f"no game records to summarize for {p0_spec!r} vs {p1_spec!r}; play at least one game")
+    game_ids = sorted({str(r.get("game_id")) for r in records})
+    if len(game_ids) != 1:
+        raise ValueError(f"a match is one game, but the records mix game ids {game_ids}; summarize each separately")
+    return summarize_outcomes(game_ids[0], records, p0_spec, p1_spec)
