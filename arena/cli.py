@@ -99,9 +99,11 @@ def play(game, p0, p1, games, seed, variant, temperature, view, concurrency, out
     if as_json:
         click.echo(json.dumps(summary, sort_keys=True))
     else:
+        from rich.console import Console
+
         from arena.report import render_match
 
-        render_match(summary, players[0].spec, players[1].spec)
+        Console().print(render_match(summary, players[0].spec, players[1].spec))
 
 
 @main.command()
@@ -124,12 +126,37 @@ def replay(shards) -> None:
 @main.command()
 @click.argument("games", nargs=-1)
 @click.option("--games-per-check", default=400, show_default=True, type=int)
+@click.option("--kuhn-games-per-check", default=4000, show_default=True, type=int)
 @click.option("--seed", default=5_000_000, show_default=True, type=int)
-def probe(games, games_per_check, seed) -> None:
+def probe(games, games_per_check, kuhn_games_per_check, seed) -> None:
     """Reward audit: prove degenerate policies cannot score in GAMES (default: all); exit 1 on any violation."""
     from arena.probe import ProbeConfig, print_checks, run_probe
 
-    config = ProbeConfig(**({"games": tuple(games)} if games else {}), games_per_check=games_per_check, seed=seed)
+    config = ProbeConfig(**({"games": tuple(games)} if games else {}), games_per_check=games_per_check,
+                         kuhn_games_per_check=kuhn_games_per_check, seed=seed)
     checks = run_probe(config, progress=True)
     print_checks(checks)
     sys.exit(0 if all(c.passed for c in checks) else 1)
+
+
+@main.command()
+@click.argument("archives", nargs=-1, type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="print the leaderboard JSON instead of a table")
+def leaderboard(archives, as_json) -> None:
+    """Rank players from score-card ARCHIVES (default: artifacts/scores/baseline and .../final)."""
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from arena.report import render_table
+    from arena.tournament import build_leaderboard, load_archive, load_excluded
+
+    archives = archives or tuple(str(p) for p in (Path("artifacts/scores/baseline"), Path("artifacts/scores/final"))
+                                 if p.is_dir())
+    if not archives:
+        raise ArenaError("no score-card archive found; run `dvc repro` first or pass archive directories")
+    board = build_leaderboard(load_archive(archives), excluded=load_excluded(archives))
+    if as_json:
+        click.echo(json.dumps(board, indent=2, sort_keys=True))
+    else:
+        Console().print(render_table(board))

@@ -130,7 +130,7 @@ def play_match(
     pending = list(enumerate(schedule))[::-1]
     running: list[_Running] = []
     bar = tqdm(total=len(schedule), desc=f"{game_id}: {players[0].spec} vs {players[1].spec}", unit="game",
-               file=sys.stderr, disable=not progress, leave=False)
+               file=sys.stderr, disable=None if progress else True, leave=False)
     while pending or running:
         while pending and len(running) < concurrency:
             index, slot = pending.pop()

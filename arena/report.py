@@ -441,3 +441,24 @@ def write_report(
             (tmp / name).write_bytes(data)
         build_html(leaderboard, images, tmp)
     return sorted(out_dir / name for name in ["leaderboard.json", "index.html", *files])
+
+
+def render_match(summary: Mapping[str, Any], p0: str, p1: str) -> Table:
+    """A match summary (``arena play``) as a rich Table, one row per player."""
+    table = Table(title=f"{summary['games']} games ({summary['errored']} errored), "
+                        f"{summary.get('games_per_sec', 0):.1f} games/s")
+    columns = ["player", "wins", "mean reward", "invalid moves"]
+    chips = summary.get("mean_chips_per_round")
+    if chips:
+        columns.append("chips/round")
+    for column in columns:
+        table.add_column(column)
+    for key, spec in (("p0", p0), ("p1", p1)):
+        row = [spec, str(summary["wins"][key]), _number(summary["mean_reward"][key], 3),
+               str(summary["invalid_moves"][key])]
+        if chips:
+            row.append(_number(chips[key], 3))
+        table.add_row(*row)
+    rate = summary["p0_win_rate"]
+    table.caption = f"draws {summary['wins']['draws']}; {p0} win rate {_number(rate['rate'], 3)} {_interval(rate)}"
+    return table

@@ -9,22 +9,22 @@ from arena.config import require
 
 @dataclass(frozen=True)
 class SeedsConfig:
-    """params.yaml ``seeds:`` section: half-open ranges [start, end) of deal seeds."""
+    """params.yaml ``seeds:`` section: the half-open range [train_start, train_end) of training deal seeds.
+
+    Rollouts and training draw only from it; ``eval.seeds`` (held out) must be disjoint from it and from
+    the reward audit's seeds, which every tournament checks.
+    """
 
     train_start: int = 0
     train_end: int = 1_000_000
-    eval_start: int = 9_000_000
-    eval_end: int = 9_100_000
 
     def __post_init__(self) -> None:
         require(self.train_start < self.train_end, "seeds.train_end", self.train_end,
                 f"must be > seeds.train_start = {self.train_start} (the range is empty)")
-        require(self.eval_start < self.eval_end, "seeds.eval_end", self.eval_end,
-                f"must be > seeds.eval_start = {self.eval_start} (the range is empty)")
-        overlap = self.train_start < self.eval_end and self.eval_start < self.train_end
-        require(not overlap, "seeds.eval_start", self.eval_start,
-                f"evaluation seeds [{self.eval_start}, {self.eval_end}) overlap training seeds "
-                f"[{self.train_start}, {self.train_end}); held-out seeds must be disjoint")
+
+    def reserved(self) -> list[range]:
+        """Seed ranges evaluation must not touch: training seeds."""
+        return [range(self.train_start, self.train_end)]
 
     def train_block(self, start: int, count: int, what: str) -> range:
         """``count`` training seeds from ``train_start + start``, checked to stay inside the training range."""

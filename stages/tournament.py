@@ -1,0 +1,27 @@
+"""DVC stages `baseline` and `tournament`: a round robin on held-out seeds, written as a score-card archive."""
+
+import argparse
+
+import arena  # noqa: F401 -- loads OpenBLAS before mlx
+from arena.config import load_params, load_section
+from arena.evaluate import TournamentConfig, run_stage
+from arena.seeds import SeedsConfig
+from arena.tournament import EvalConfig
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--section", required=True, help="params section listing the players (baseline, tournament)")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    params = load_params(args.params)
+    seeds = load_section(SeedsConfig, "seeds", params)
+    excluded = run_stage(EvalConfig.from_dict(params.get("eval"), "eval"),
+                         load_section(TournamentConfig, args.section, params), seeds.reserved(), args.out)
+    for spec, reason in excluded.items():
+        print(f"excluded {spec}: {reason}")
+
+
+if __name__ == "__main__":
+    main()
