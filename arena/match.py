@@ -65,6 +65,7 @@ def _record(run: _Running, game_id: str, variant: Mapping[str, Any], pins: list[
         "variant": dict(run.game.variant),
         "seed": run.slot.seed,
         "salt": run.slot.salt,
+        "first_seat": run.slot.first_seat,
         "players": [p.spec for p in run.seats],
         "pins": pins,
         "actions": list(run.game.actions),

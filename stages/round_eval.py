@@ -1,0 +1,27 @@
+"""DVC stage `eval@rN` (and `eval0`): the snapshot vs fixed baselines on held-out seeds, plus exploitability."""
+
+import argparse
+
+import arena  # noqa: F401 -- loads OpenBLAS before mlx
+from arena.config import load_params, load_section
+from arena.roundeval import RoundEvalConfig, evaluate_round
+from arena.seeds import SeedsConfig
+from arena.tournament import EvalConfig
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--round", type=int, required=True)
+    parser.add_argument("--snapshot", required=True)
+    parser.add_argument("--pool")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    params = load_params(args.params)
+    reserved = load_section(SeedsConfig, "seeds", params).reserved()
+    evaluate_round(args.snapshot, args.pool, args.round, load_section(RoundEvalConfig, "roundeval", params),
+                   EvalConfig.from_dict(params.get("eval"), "eval"), reserved, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,27 @@
+"""DVC stage `train@rN`: GRPO on the round's rollouts; writes trained weights (or a LoRA adapter) and its log."""
+
+import argparse
+
+import arena  # noqa: F401 -- loads OpenBLAS before mlx
+from arena.config import load_params, load_section
+from arena.train.selfplay import SelfPlayConfig, TrainConfig, train_round
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--round", type=int, required=True)
+    parser.add_argument("--snapshot", required=True, help="the snapshot the round starts from")
+    parser.add_argument("--base", required=True, help="the base model (reference when train.reference=base)")
+    parser.add_argument("--rollouts", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    params = load_params(args.params)
+    config = load_section(TrainConfig, "train", params)
+    reference = args.base if config.reference == "base" else args.snapshot
+    train_round(args.snapshot, reference, args.rollouts, args.round, load_section(SelfPlayConfig, "selfplay", params),
+                config, args.out)
+
+
+if __name__ == "__main__":
+    main()
