@@ -6,24 +6,14 @@ import dataclasses
 import math
 import random
 import re
-from fractions import Fraction
 
 import pytest
 import textarena as ta
 from gameplay import play_game
 
 from arena.games import GAMES, get_spec, legal_actions, make_game, replay
-from arena.games.kuhn import (
-    DEALS,
-    DECISION_HISTORIES,
-    TERMINAL_HISTORIES,
-    best_response_value,
-    exact_round_value,
-    exploitability,
-    info_set,
-    round_payoff,
-    seat_payoffs,
-)
+from arena.games.kuhn import seat_payoffs
+from arena.kuhn import DEALS, TERMINALS, info_set_name, terminal_value
 from arena.players.scripted import RandomPlayer, StallerPlayer
 
 RANDOM = RandomPlayer()
@@ -199,7 +189,7 @@ def test_kuhn_forfeit_keeps_finished_rounds_and_charges_two_chips_per_round_left
 
 def test_a_kuhn_forfeit_never_pays_better_than_any_legal_line():
     # Every legal line of play loses at most 2 chips in a round; a forfeited round costs exactly 2.
-    worst = min(round_payoff(a, b, h) * sign for a, b in DEALS for h in TERMINAL_HISTORIES for sign in (1, -1))
+    worst = min(terminal_value(h, deal) * sign for deal in DEALS for h in TERMINALS for sign in (1, -1))
     assert worst == -2
     for seed in range(6):
         game = make_game("kuhn", seed)
@@ -250,36 +240,20 @@ def _kuhn_action(legal: tuple[str, ...], letter: str) -> str:
 def test_kuhn_pays_standard_chips_for_every_deal_and_history():
     # Exhaustive: 6 deals x 5 terminal histories through the engine, each against the rulebook payoff.
     for cards, seed in _seeds_by_deal().items():
-        for history in TERMINAL_HISTORIES:
+        for history in TERMINALS:
             game = make_game("kuhn", seed)
             opener = game.current_player
             assert opener == 1  # TextArena's round 1 is opened by player 1
             for depth, letter in enumerate(history):
                 observation = game.observation()
-                assert observation.info_set == info_set(cards[observation.player_id], history[:depth])
+                assert observation.info_set == info_set_name(cards[observation.player_id], history[:depth])
                 game.step(_kuhn_action(observation.legal_actions, letter))
             result = game.result()
-            expected = round_payoff(cards[opener], cards[1 - opener], history)
+            expected = terminal_value(history, (cards[opener], cards[1 - opener]))
             assert result.rewards[opener] == expected and result.rewards[1 - opener] == -expected
             assert result.round_rewards == (result.rewards,)
             chips = game._env.state.game_state["player_chips"]
             assert (chips[0], chips[1]) == result.rewards  # the env's chips agree with the rulebook
-
-
-def test_kuhn_exact_value_of_uniform_random_play_is_one_eighth():
-    uniform = {info_set(card, history): Fraction(1, 2) for card in range(3) for history in DECISION_HISTORIES}
-    assert exact_round_value(uniform, uniform) == Fraction(1, 8)
-
-
-def test_kuhn_exploitability_matches_reference_values():
-    uniform = {info_set(card, history): Fraction(1, 2) for card in range(3) for history in DECISION_HISTORIES}
-    always_bet = {key: Fraction(1) for key in uniform}
-    never_bet = {key: Fraction(0) for key in uniform}
-    assert exploitability(uniform) == Fraction(11, 24)
-    assert exploitability(always_bet) == Fraction(1, 3)
-    # Never betting: an opener who always bets wins the ante every round.
-    assert best_response_value(never_bet, as_opener=True) == 1
-    assert best_response_value(uniform, as_opener=True) >= exact_round_value(uniform, uniform)
 
 
 def test_kuhn_sampled_value_of_uniform_random_play_matches_one_eighth():

@@ -13,6 +13,7 @@ from arena.kuhn import (
     PolicyError,
     average_policy,
     best_response,
+    best_response_value,
     expected_value,
     exploitability,
     exploitability_report,
@@ -60,9 +61,17 @@ def test_reference_exploitabilities():
     assert self_play_value(uniform_policy()) == pytest.approx(1 / 8, abs=1e-12)
 
 
-@pytest.mark.parametrize("alpha", [0.0, 0.05, 0.1, 0.2, 0.25, 1 / 3])
+def test_best_response_reference_values():
+    never_bet = {name: 0.0 for name in INFO_SETS}
+    # Never betting: an opener who always bets wins the ante every round.
+    assert best_response_value(never_bet, 0) == pytest.approx(1.0, abs=1e-12)
+    assert best_response_value(uniform_policy(), 0) >= self_play_value(uniform_policy())
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.05, 0.1, 1 / 6, 0.2, 0.25, 1 / 3])
 def test_nash_family_is_unexploitable(alpha):
     policy = nash_policy(alpha)
+    assert set(policy) == set(INFO_SETS)
     assert abs(exploitability(policy)) < 1e-12
     assert self_play_value(policy) == pytest.approx(NASH_FIRST_PLAYER_VALUE, abs=1e-12)
     assert NASH_FIRST_PLAYER_VALUE == pytest.approx(-1 / 18)
@@ -72,6 +81,13 @@ def test_nash_family_is_unexploitable(alpha):
 def test_nash_policy_rejects_alpha_outside_family(alpha):
     with pytest.raises(ValueError, match="alpha"):
         nash_policy(alpha)
+
+
+def test_value_alone_does_not_reveal_exploitability():
+    # Q never calls after check-bet: the self-play value stays at -1/18, yet a best response gains 1/18.
+    broken = {**nash_policy(0.0), "1pb": 0.0}
+    assert self_play_value(broken) == pytest.approx(-1 / 18, abs=1e-12)
+    assert exploitability(broken) == pytest.approx(1 / 18, abs=1e-12)
 
 
 def test_perturbed_nash_is_exploitable():

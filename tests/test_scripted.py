@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
-from fractions import Fraction
 from functools import reduce
 from operator import xor
 
@@ -13,7 +12,7 @@ import pytest
 from gameplay import play_game
 
 from arena.games import GAMES, make_game
-from arena.games.kuhn import DECISION_HISTORIES, exact_round_value, exploitability, info_set
+from arena.kuhn import expected_value, nash_policy, uniform_policy
 from arena.players.base import Observation
 from arena.players.scripted import (
     SCRIPTED,
@@ -22,7 +21,6 @@ from arena.players.scripted import (
     RandomPlayer,
     SpammerPlayer,
     StallerPlayer,
-    kuhn_nash_policy,
     liarsdice_choice,
     make_scripted,
     nim_move,
@@ -52,8 +50,10 @@ def test_pins_name_the_policy_and_digest_its_code_and_config():
         assert len(pin["code_hash"]) == 64 and len(pin["config_hash"]) == 64
         assert make_scripted(name).pin() == pin  # stable
     assert len({pin["code_hash"] for pin in pins.values()}) == len(pins)
-    assert OraclePlayer(Fraction(1, 6)).pin()["config_hash"] != pins["oracle"]["config_hash"]
-    assert OraclePlayer(Fraction(1, 6)).pin()["code_hash"] == pins["oracle"]["code_hash"]
+    assert OraclePlayer(1 / 6).pin()["config_hash"] != pins["oracle"]["config_hash"]
+    assert OraclePlayer(1 / 6).pin()["code_hash"] == pins["oracle"]["code_hash"]
+    with pytest.raises(ValueError, match=r"alpha must lie in \[0, 1/3\], got 0.5"):
+        OraclePlayer(0.5)
 
 
 def test_random_depends_only_on_the_sample_key_and_covers_the_legal_actions():
@@ -73,20 +73,6 @@ def test_random_depends_only_on_the_sample_key_and_covers_the_legal_actions():
 def test_first_takes_the_first_legal_action():
     observation = _observation("kuhn")
     assert FirstPlayer().act(observation).action == observation.legal_actions[0] == "[check]"
-
-
-def test_kuhn_nash_policies_are_unexploitable_and_worth_minus_one_eighteenth_to_the_opener():
-    for alpha in (Fraction(0), Fraction(1, 6), Fraction(1, 3)):
-        nash = kuhn_nash_policy(alpha)
-        assert set(nash) == {info_set(card, h) for card in range(3) for h in DECISION_HISTORIES}
-        assert exact_round_value(nash, nash) == Fraction(-1, 18)
-        assert exploitability(nash) == 0
-    # Value alone cannot tell: Q's call rate after check-bet leaves the value at -1/18 but is exploitable.
-    broken = {**kuhn_nash_policy(Fraction(0)), "1pb": Fraction(0)}
-    assert exact_round_value(broken, broken) == Fraction(-1, 18)
-    assert exploitability(broken) == Fraction(1, 18)
-    with pytest.raises(ValueError, match="alpha must be in"):
-        kuhn_nash_policy(Fraction(1, 2))
 
 
 def test_kuhn_oracle_sampled_value_matches_minus_one_eighteenth():
@@ -121,10 +107,9 @@ def _seed_with_responder_card(card: int) -> int:
 
 def test_kuhn_oracle_beats_random_by_the_exact_margin():
     # Exact: Nash against uniform random, averaged over the two seats.
-    uniform = {info_set(card, h): Fraction(1, 2) for card in range(3) for h in DECISION_HISTORIES}
-    nash = kuhn_nash_policy(Fraction(0))
-    edge = (exact_round_value(nash, uniform) - exact_round_value(uniform, nash)) / 2
-    assert edge == Fraction(1, 9)
+    uniform, nash = uniform_policy(), nash_policy(ORACLE.kuhn_alpha)
+    edge = (expected_value(nash, uniform) - expected_value(uniform, nash)) / 2
+    assert edge == pytest.approx(1 / 9, abs=1e-12)
     n = 4_000
     gains = []
     for seed in range(n):
@@ -133,7 +118,7 @@ def test_kuhn_oracle_beats_random_by_the_exact_margin():
         gains.append(play_game(make_game("kuhn", seed), players, seed).rewards[seat])
     mean = sum(gains) / n
     std = math.sqrt(sum((x - mean) ** 2 for x in gains) / (n - 1))
-    assert abs(mean - float(edge)) < 4 * std / math.sqrt(n), (mean, std)
+    assert abs(mean - edge) < 4 * std / math.sqrt(n), (mean, std)
     assert mean > 4 * std / math.sqrt(n)  # clearly positive
 
 

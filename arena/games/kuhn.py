@@ -1,17 +1,16 @@
-"""Standard Kuhn poker (ante 1, bet 1) on TextArena, with OpenSpiel-style information sets and exact values.
+"""Standard Kuhn poker (ante 1, bet 1) on TextArena, with OpenSpiel-style information sets and chip payoffs.
 
 TextArena's ``KuhnPoker-v0`` never moves chips on ``[bet]`` or ``[call]`` (the pot stays 2, so every round
 pays +-1) and takes an extra ante after the last round. ``StandardKuhnPokerEnv`` fixes both and is
 registered as ``arena-KuhnPoker-v0``; everything else (text, prompts, invalid-move rule, who opens) is
-TextArena's. Histories use OpenSpiel's letters: ``p`` = check or fold, ``b`` = bet or call.
+TextArena's. Histories use OpenSpiel's letters: ``p`` = check or fold, ``b`` = bet or call. The rules
+(payoffs, info-set names) and all exact analysis live in ``arena.kuhn``; this module only drives the env.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from fractions import Fraction
-from itertools import product
 from typing import Any, NamedTuple
 
 import textarena as ta
@@ -19,14 +18,11 @@ from textarena.envs.KuhnPoker.env import KuhnPokerEnv
 from textarena.envs.registration import ENV_REGISTRY
 
 from arena.games.base import Game, reject_unknown_keys, require_int
+from arena.kuhn import ANTE, BET, CARD_NAMES, info_set_name, terminal_value
 
 ENV_ID = "arena-KuhnPoker-v0"
-CARD_NAMES = "JQK"
-DEALS = tuple((a, b) for a in range(3) for b in range(3) if a != b)
-DECISION_HISTORIES = ("", "p", "b", "pb")
-TERMINAL_HISTORIES = ("pp", "pbp", "pbb", "bp", "bb")
 # The largest loss a player can suffer in one round (ante + bet): the chip price of a forfeited round.
-MAX_ROUND_LOSS = 2
+MAX_ROUND_LOSS = ANTE + BET
 
 _MOVE_RE = re.compile(r"\[(Check|Bet|Fold|Call)\]", re.IGNORECASE)  # TextArena's own parse of a Kuhn action
 
@@ -92,82 +88,10 @@ if ENV_ID not in ENV_REGISTRY:
     )
 
 
-def info_set(card: int, history: str) -> str:
-    """OpenSpiel-style information set: card digit (J=0, Q=1, K=2) then this round's p/b history."""
-    return f"{card}{history}"
-
-
-def round_payoff(opener_card: int, responder_card: int, history: str) -> int:
-    """Standard Kuhn chips won by the round's opener for a terminal history (ante 1, bet 1)."""
-    if history not in TERMINAL_HISTORIES:
-        raise ValueError(f"not a terminal Kuhn history: {history!r}; terminal ones are {TERMINAL_HISTORIES}")
-    if history == "bp":
-        return 1
-    if history == "pbp":
-        return -1
-    stake = 2 if history.endswith("bb") else 1
-    return stake if opener_card > responder_card else -stake
-
-
-def _deal_value(opener_card: int, responder_card: int, opener_policy: Mapping, responder_policy: Mapping) -> Any:
-    """The opener's expected chips for one deal, summing every terminal history weighted by its reach."""
-    total: Any = 0
-    for history in TERMINAL_HISTORIES:
-        reach: Any = 1
-        for depth, letter in enumerate(history):
-            acting_opener = depth % 2 == 0
-            card = opener_card if acting_opener else responder_card
-            p_bet = (opener_policy if acting_opener else responder_policy)[info_set(card, history[:depth])]
-            reach *= p_bet if letter == "b" else 1 - p_bet
-        total += reach * round_payoff(opener_card, responder_card, history)
-    return total
-
-
-def exact_round_value(opener_policy: Mapping[str, Any], responder_policy: Mapping[str, Any]) -> Any:
-    """The opener's exact expected chips per round, enumerating all deals and histories.
-
-    A policy maps an information set (``info_set(card, history)``) to the probability of ``b``. Pass
-    Fractions to get an exact Fraction back.
-    """
-    deal_weight = Fraction(1, len(DEALS))
-    return sum(deal_weight * _deal_value(a, b, opener_policy, responder_policy) for a, b in DEALS)
-
-
-def best_response_value(policy: Mapping[str, Any], *, as_opener: bool) -> Any:
-    """What a best response in one role earns per round against ``policy`` playing the other role.
-
-    Each card's information sets are independent and a role has two decisions per card (opener: "" and
-    "pb"; responder: "p" and "b"), so enumerating the four pure choices per card is an exact best response.
-    """
-    own_histories = ("", "pb") if as_opener else ("p", "b")
-    deal_weight = Fraction(1, len(DEALS))
-    total: Any = 0
-    for card in range(3):
-        best = None
-        for choice in product((0, 1), repeat=2):
-            pure = {info_set(card, history): bet for history, bet in zip(own_histories, choice, strict=True)}
-            value = 0
-            for other in range(3):
-                if other == card:
-                    continue
-                if as_opener:
-                    value += deal_weight * _deal_value(card, other, pure, policy)
-                else:
-                    value -= deal_weight * _deal_value(other, card, policy, pure)
-            best = value if best is None else max(best, value)
-        total += best
-    return total
-
-
-def exploitability(policy: Mapping[str, Any]) -> Any:
-    """NashConv / 2 of a policy used in both roles: 0 exactly for a Nash policy, 11/24 for uniform random."""
-    return (best_response_value(policy, as_opener=True) + best_response_value(policy, as_opener=False)) / 2
-
-
 def seat_payoffs(kuhn_round: KuhnRound) -> tuple[float, float]:
     """Chips won per seat (player 0, player 1) in a completed round."""
     opener = kuhn_round.opener
-    value = float(round_payoff(kuhn_round.cards[opener], kuhn_round.cards[1 - opener], kuhn_round.history))
+    value = terminal_value(kuhn_round.history, (kuhn_round.cards[opener], kuhn_round.cards[1 - opener]))
     return (value, -value) if opener == 0 else (-value, value)
 
 
@@ -209,7 +133,7 @@ class KuhnGame(Game):
         }
 
     def _info_set(self, game_state: Mapping[str, Any], player: int) -> str:
-        return info_set(self._card(game_state, player), self._env.history)
+        return info_set_name(self._card(game_state, player), self._env.history)
 
     @property
     def completed_rounds(self) -> list[KuhnRound]:

@@ -10,11 +10,11 @@ import inspect
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from fractions import Fraction
 from functools import cache
 from typing import Any
 
 from arena.hashing import digest_bytes, digest_config
+from arena.kuhn import nash_policy
 from arena.players.base import Decision, Observation, Player
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -88,24 +88,6 @@ class SpammerPlayer(ScriptedPlayer):
         rng = sample_rng(self.spec, observation.sample_key)
         words = ["".join(rng.choice(_LETTERS) for _ in range(rng.randint(2, 8))) for _ in range(rng.randint(2, 6))]
         return Decision(action=" ".join(words))
-
-
-def kuhn_nash_policy(alpha: Fraction) -> dict[str, Fraction]:
-    """Kuhn's Nash family (Kuhn 1950): P(b) for each information set; ``alpha`` in [0, 1/3].
-
-    Opener: J bets alpha, Q checks, K bets 3*alpha; after check-bet J folds, Q calls alpha + 1/3, K calls.
-    Responder: facing a bet J folds, Q calls 1/3, K calls; after a check J bets 1/3, Q checks, K bets.
-    The opener's value is -1/18 for every alpha.
-    """
-    if not 0 <= alpha <= Fraction(1, 3):
-        raise ValueError(f"Kuhn Nash alpha must be in [0, 1/3], got {alpha}")
-    third = Fraction(1, 3)
-    return {
-        "0": alpha, "1": Fraction(0), "2": 3 * alpha,
-        "0pb": Fraction(0), "1pb": alpha + third, "2pb": Fraction(1),
-        "0b": Fraction(0), "1b": third, "2b": Fraction(1),
-        "0p": third, "1p": Fraction(0), "2p": Fraction(1),
-    }  # fmt: skip
 
 
 def kuhn_action(legal: Sequence[str], bet: bool) -> str:
@@ -206,23 +188,23 @@ def liarsdice_choice(state: Mapping[str, Any], legal: Sequence[str]) -> str:
 class OraclePlayer(ScriptedPlayer):
     """An exact (or, for Liar's Dice, sound) policy per game.
 
-    Kuhn: the Nash policy with the given ``kuhn_alpha`` (default 0), sampled from the sample key.
+    Kuhn: ``arena.kuhn.nash_policy(kuhn_alpha)`` (alpha in [0, 1/3], default 0), sampled from the sample key.
     TicTacToe: memoised minimax (never loses). Nim: nim-sum (wins every won position). Liar's Dice: the
     binomial heuristic of ``liarsdice_choice``.
     """
 
     spec = "oracle"
     helpers = (
-        kuhn_nash_policy, kuhn_action, ttt_winner, ttt_value, ttt_best_move, nim_move,
+        nash_policy, kuhn_action, ttt_winner, ttt_value, ttt_best_move, nim_move,
         binomial_tail, liarsdice_bid_truth, liarsdice_choice,
     )  # fmt: skip
 
-    def __init__(self, kuhn_alpha: Fraction | int = 0) -> None:
-        self.kuhn_alpha = Fraction(kuhn_alpha)
-        self.kuhn_policy = kuhn_nash_policy(self.kuhn_alpha)
+    def __init__(self, kuhn_alpha: float = 0.0) -> None:
+        self.kuhn_policy = nash_policy(kuhn_alpha)  # validates alpha, naming the allowed range
+        self.kuhn_alpha = float(kuhn_alpha)
 
     def config(self) -> dict[str, Any]:
-        return {"kuhn_alpha": str(self.kuhn_alpha)}
+        return {"kuhn_alpha": self.kuhn_alpha}
 
     def act(self, observation: Observation) -> Decision:
         state, legal = observation.state, observation.legal_actions
