@@ -14,6 +14,7 @@ from typing import Any
 # Every way a reply can go wrong that the fault tests script; "ok" is the well-behaved answer.
 KINDS = (
     "ok", "timeout", "stall", "drip", "status", "malformed", "empty_choices", "huge", "control_chars", "raw_control",
+    "nested",
 )
 
 
@@ -27,7 +28,7 @@ class Reply:
     ``echo_auth`` puts the request's Authorization header in a status error's message (as some real APIs
     quote part of a bad key back); ``huge`` sends ``size`` bytes of valid JSON; ``control_chars`` puts
     control characters in the content (escaped, so the JSON is valid); ``raw_control`` puts them raw in
-    the body (invalid JSON).
+    the body (invalid JSON); ``nested`` sends ``size`` opening brackets (deeper than any JSON parser recurses).
     """
 
     kind: str = "ok"
@@ -204,6 +205,8 @@ class FaultServer:
                     self._send(200, json.dumps(completion(filler, reply.model)).encode())
                 elif reply.kind == "control_chars":
                     self._send(200, json.dumps(completion(reply.content, reply.model)).encode())
+                elif reply.kind == "nested":
+                    self._send(200, b"[" * reply.size)
                 elif reply.kind == "raw_control":
                     body = json.dumps(completion("CONTROL", reply.model)).encode()
                     self._send(200, body.replace(b"CONTROL", b"\x00\x07\x1b[bet]"))

@@ -236,6 +236,7 @@ FAULTS = {  # name: (scripted reply, the reason the Decision must give)
     "empty_choices": (Reply("empty_choices"), "reply has no choices"),
     "one_megabyte": (Reply("huge", size=1_000_000), f"reply larger than {MAX_REPLY_BYTES} bytes"),
     "raw_control_characters": (Reply("raw_control"), "malformed JSON reply"),
+    "deeply_nested_json": (Reply("nested", size=200_000), "malformed JSON reply"),
 }
 
 
@@ -339,13 +340,18 @@ def test_call_cap_across_decisions_and_cache_hits_are_free(server):
 
 def test_control_characters_in_the_content_reach_the_game_as_an_invalid_move(server):
     server.script(
-        Reply("control_chars", content="\x00\x1b[2J\x07junk\r\n"), Reply("control_chars", content="\x00[bet]\x7f")
+        Reply("control_chars", content="\x00\x1b[2J\x07junk\u202e\r\n"),
+        Reply("control_chars", content="\x00[bet]\x7f"),
+        Reply("control_chars", content="\ud800 lone surrogate"),
     )
     player = FrontierPlayer("m", server.base_url, FAST)
     garbage = player.act(observation(key=1))
     assert garbage.error is None and garbage.action == "[2J junk"
     assert player.act(observation(key=2)).action == "[bet]"
-    assert len(cache_files()) == 2
+    assert player.act(observation(key=3)).action == "? lone surrogate"
+    assert len(cache_files()) == 3
+    replay = FrontierPlayer("m", server.base_url, FAST)
+    assert [replay.act(observation(key=k)).action for k in (1, 2, 3)] == ["[2J junk", "[bet]", "? lone surrogate"]
 
 
 def test_corrupt_cache_entry_is_ignored_and_refetched(server, caplog):
@@ -423,45 +429,69 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _start_mlx_server(model_dir: Path, work: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str] | None:
+    """Start the server on a free port and wait until it answers; None if another process took the port first.
+
+    The port is free when chosen but can be taken before the server binds it; mlx_lm's server then
+    logs the bind error but never exits (its generation thread is not a daemon), so the log is watched.
+    """
+    port = _free_port()
+    log_path = work / f"server-{port}.log"
+    with open(log_path, "wb") as log_file:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "mlx_lm", "server", "--model", str(model_dir), "--host", "127.0.0.1",
+             "--port", str(port)],
+            env=env, stdout=log_file, stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 90
+    while True:
+        log_text = log_path.read_text(errors="replace")
+        if "Address already in use" in log_text:
+            _stop(process)
+            return None
+        if process.poll() is not None:
+            pytest.fail(f"mlx_lm server exited with {process.returncode}:\n{log_text[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/models", timeout=1) as response:
+                if response.status == 200:
+                    return process, url
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            _stop(process)
+            pytest.fail(f"mlx_lm server not ready after 90 s:\n{log_text[-2000:]}")
+        time.sleep(0.2)
+
+
 @pytest.fixture(scope="module")
 def mlx_server(base_model_dir, tmp_path_factory):
     """``python -m mlx_lm server`` on the embedded base model; yields its base URL, killed by PID after."""
     work = tmp_path_factory.mktemp("mlx-server")
     hub = work / "hub"
     hub.mkdir()
-    port = _free_port()
     # HF_HUB_CACHE must exist and the hub must be offline, else GET /v1/models crashes or reaches out.
     env = {**os.environ, "HF_HUB_CACHE": str(hub), "HF_HUB_OFFLINE": "1"}
-    log_path = work / "server.log"
-    with open(log_path, "wb") as log_file:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "mlx_lm", "server", "--model", str(base_model_dir), "--host", "127.0.0.1",
-             "--port", str(port)],
-            env=env, stdout=log_file, stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}/v1"
+    for _ in range(3):
+        started = _start_mlx_server(base_model_dir, work, env)
+        if started is not None:
+            break
+    else:
+        pytest.fail("three free ports in a row were taken before mlx_lm's server could bind them")
+    process, url = started
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"mlx_lm server exited with {process.returncode}:\n{log_path.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=1) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"mlx_lm server not ready after 90 s:\n{log_path.read_text()[-2000:]}")
-            time.sleep(0.2)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _stop(process)
 
 
 def _kuhn_exchange(player: FrontierPlayer) -> list:

@@ -189,9 +189,15 @@ class AttemptFailed(Exception):
 
 
 def sanitise(text: str, limit: int) -> str:
-    """Control characters become spaces, whitespace runs collapse, ends are trimmed, at most ``limit`` chars."""
-    cleaned = "".join(" " if unicodedata.category(c) == "Cc" else c for c in text)
+    """Control and format characters (escapes, NULs, bidi overrides) become spaces, whitespace runs collapse,
+    ends are trimmed, at most ``limit`` characters remain."""
+    cleaned = "".join(" " if unicodedata.category(c) in ("Cc", "Cf") else c for c in text)
     return " ".join(cleaned.split())[:limit]
+
+
+def _utf8(text: str) -> str:
+    """``text`` with lone surrogates (legal in JSON escapes, unencodable in UTF-8) replaced by '?'."""
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _earliest(haystack: str, needles: Sequence[tuple[str, str]]) -> str | None:
@@ -264,8 +270,9 @@ def parse_reply(body: bytes) -> Reply:
     """Validate a chat-completion body's shape; raise AttemptFailed naming what is wrong."""
     try:
         data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        # json.loads is strict: raw control characters inside strings are malformed JSON too.
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        # json.loads is strict: raw control characters inside strings are malformed JSON too; deeply
+        # nested arrays exhaust the parser's recursion limit.
         raise AttemptFailed("malformed JSON reply", retryable=True) from None
     if not isinstance(data, dict):
         raise AttemptFailed("reply is not a JSON object", retryable=True)
@@ -279,12 +286,12 @@ def parse_reply(body: bytes) -> Reply:
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         raise AttemptFailed("reply's message content is not text", retryable=True)
-    model = sanitise(data["model"], MAX_MODEL_ID_CHARS) if isinstance(data.get("model"), str) else ""
+    model = sanitise(_utf8(data["model"]), MAX_MODEL_ID_CHARS) if isinstance(data.get("model"), str) else ""
     finish = choice.get("finish_reason")
     return Reply(
         model=model or None,
-        content=content or "",
-        finish_reason=finish if isinstance(finish, str) else None,
+        content=_utf8(content or ""),
+        finish_reason=sanitise(_utf8(finish), MAX_MODEL_ID_CHARS) if isinstance(finish, str) else None,
     )
 
 
@@ -310,7 +317,7 @@ class ResponseCache:
             model = response["model"]
             content = response["content"]
             finish = response["finish_reason"]
-            if not isinstance(content, str) or not isinstance(model, (str, type(None))):
+            if not isinstance(content, str) or not all(isinstance(v, (str, type(None))) for v in (model, finish)):
                 raise ValueError("record has the wrong types")
         except (OSError, ValueError, KeyError, TypeError) as error:
             log.warning("ignoring unreadable frontier cache entry %s (%s); delete it to cache this request again",
@@ -435,7 +442,11 @@ class FrontierPlayer(Player):
             except AttemptFailed as failure:
                 self.stats.errors += 1
                 return Decision(action="", error=failure.reason)
-            self._cache.put(key, request, reply)
+            try:
+                self._cache.put(key, request, reply)
+            except OSError as error:
+                # The reply was paid for and is good: play it; only a rerun loses (it calls again).
+                log.warning("%s: could not cache a reply (%s: %s)", self.spec, type(error).__name__, error)
         self._note_served(reply.model)
         return Decision(action=parse_action(reply.content, observation.legal_actions), model_id=reply.model)
 
