@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from fault_server import FaultServer, Reply, closed_port_url
 
-from arena.config import ConfigError
+from arena.config import ConfigError, load_section
 from arena.errors import ArenaError
 from arena.paths import cache_dir
 from arena.players.base import Observation
@@ -37,13 +37,13 @@ LEGAL = ("[check]", "[bet]")
 FAST = FrontierConfig(timeout_s=0.2, max_retries=2, backoff_s=0.02, max_wait_s=0.2)
 
 
-def observation(key: int = 0, compact: str = "card: K\nhistory: p\n", legal: tuple[str, ...] = LEGAL) -> Observation:
+def observation(key: int = 0, compact: str = "card: K\nhistory: p\n") -> Observation:
     return Observation(
         game_id="kuhn",
         player_id=1,
         text=f"[GAME] You are Player 1. Your card: K\n[Player 0] [check]\n{compact}",
         compact=compact,
-        legal_actions=legal,
+        legal_actions=LEGAL,
         sample_key=key,
     )
 
@@ -103,7 +103,7 @@ def test_parse_spec_splits_model_and_url(spec, model, url):
     ],
 )
 def test_parse_spec_rejects_bad_specs_with_a_fix(spec, fragment):
-    with pytest.raises(FrontierError, match=None) as error:
+    with pytest.raises(FrontierError) as error:
         parse_spec(spec)
     assert fragment in str(error.value)
     assert isinstance(error.value, ArenaError)
@@ -130,6 +130,13 @@ def test_parse_spec_rejects_bad_specs_with_a_fix(spec, fragment):
 def test_config_errors_name_the_key(overrides, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         FrontierConfig(**overrides)
+
+
+def test_config_loads_from_a_params_section():
+    config = load_section(FrontierConfig, "frontier", {"frontier": {"max_calls": 5, "view": "compact"}})
+    assert config == FrontierConfig(max_calls=5, view="compact")
+    with pytest.raises(ConfigError, match="unknown key frontier.api_key"):
+        load_section(FrontierConfig, "frontier", {"frontier": {"api_key": "sk-live"}})
 
 
 # ---------------------------------------------------------------- pure helpers
@@ -272,7 +279,7 @@ def test_one_megabyte_reply_is_cut_off_at_the_cap(server):
     below = player.act(observation(key=1))
     assert below.error is None and below.action == "x" * MAX_ACTION_CHARS
     above = player.act(observation(key=2))
-    assert above.error == f"reply larger than {MAX_REPLY_BYTES} bytes (after 1 attempts)"
+    assert above.error == f"reply larger than {MAX_REPLY_BYTES} bytes (after 1 attempt)"
     assert len(cache_files()) == 1
 
 
@@ -310,7 +317,7 @@ def test_client_errors_are_not_retried(server, status):
     server.script(Reply("status", status=status))
     player = FrontierPlayer("m", server.base_url, FAST)
     decision = player.act(observation())
-    assert decision.error == f"HTTP {status} (after 1 attempts)"
+    assert decision.error == f"HTTP {status} (after 1 attempt)"
     assert server.completions_seen() == 1
 
 

@@ -476,8 +476,9 @@ class FrontierPlayer(Player):
                             error.reason)
                 if not error.retryable:
                     break
-        assert failure is not None
-        raise AttemptFailed(f"{failure.reason} (after {attempt + 1} attempts)", retryable=False)
+        assert failure is not None  # the loop runs at least once and leaves only through a failure here
+        tries = attempt + 1
+        raise AttemptFailed(f"{failure.reason} (after {tries} attempt{'s' if tries > 1 else ''})", retryable=False)
 
     def _attempt(self, request: dict[str, Any]) -> Reply:
         """One real HTTP request; the body is read only up to MAX_REPLY_BYTES."""
