@@ -137,8 +137,10 @@ def play_match(
             index, slot = pending.pop()
             seats = (players[0], players[1]) if slot.first_seat == 0 else (players[1], players[0])
             running.append(_Running(index, slot, make_game(game_id, slot.seed, variant), seats, []))
-        for player in players:
-            waiting = [r for r in running if r.seats[r.game.current_player] is player]
+        # Self-play passes the same object twice: ask it once per step, about every game it is to move in.
+        for player in dict.fromkeys(players):
+            waiting = [r for r in running
+                       if r.error is None and not r.game.done and r.seats[r.game.current_player] is player]
             if not waiting:
                 continue
             observations = [r.game.observation() for r in waiting]

@@ -55,3 +55,13 @@ def fuse_round(previous: str | Path, trained: str | Path, out_dir: str | Path) -
             raise ArenaError(f"fusing {trained} into {previous} left the weights unchanged; the update was lost")
         return write_meta(tmp, inputs={"previous": digest_path(previous), "trained": digest_path(trained)},
                           pin=model_pin(tmp))
+
+
+def copy_snapshot(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
+    """Round 0's snapshot: the base model's files under the snapshot path every round reads from."""
+    source = Path(source)
+    with atomic_dir(out_dir) as tmp:
+        _copy_non_weights(source, tmp)
+        for weights in sorted(source.glob("model*.safetensors")):
+            shutil.copy2(weights, tmp / weights.name)
+        return write_meta(tmp, inputs={"base": digest_path(source)}, pin=model_pin(tmp))
