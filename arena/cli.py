@@ -160,3 +160,34 @@ def leaderboard(archives, as_json) -> None:
         click.echo(json.dumps(board, indent=2, sort_keys=True))
     else:
         Console().print(render_table(board))
+
+
+@main.command("kuhn-policy")
+@click.argument("model_dir", type=click.Path())
+@click.option("--temperature", default=1.0, show_default=True, type=float)
+@click.option("--view", default="compact", show_default=True, type=click.Choice(["compact", "full"]))
+@click.option("--json", "as_json", is_flag=True, help="print JSON only (info set -> P(bet or call))")
+def kuhn_policy(model_dir, temperature, view, as_json) -> None:
+    """Print MODEL_DIR's probability of betting/calling at each of Kuhn's 12 information sets."""
+    from arena.kuhn import exploitability
+    from arena.kuhn_model import model_policy
+    from arena.players.mlx import MLXPlayer, MLXPlayerConfig
+
+    policy = model_policy(MLXPlayer(model_dir, MLXPlayerConfig(view=view, temperature=temperature)))
+    click.echo(json.dumps(policy, indent=2))
+    if not as_json:
+        click.echo(f"exploitability: {exploitability(policy):.4f}", err=True)
+
+
+@main.command("exploitability")
+@click.argument("policy_file", type=click.Path())
+def exploitability_command(policy_file) -> None:
+    """Exact exploitability (NashConv/2) of a Kuhn policy JSON (info set -> P(bet or call))."""
+    from arena.artifacts import dump_json
+    from arena.kuhn import PolicyError, exploitability_report, load_policy
+
+    try:
+        report = exploitability_report(load_policy(policy_file))
+    except PolicyError as error:
+        raise ArenaError(str(error)) from error
+    click.echo(dump_json(report), nl=False)

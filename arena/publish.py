@@ -26,20 +26,32 @@ def headline(leaderboard: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def load_rounds(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
-    """Per-round history rows (see arena.report.validate_rounds) from eval summary files."""
-    rows: list[dict[str, Any]] = []
-    for path in paths:
-        rows.extend(json.loads(Path(path).read_text())["history"])
+def round_history(eval_files: Sequence[str | Path], leaderboard: dict[str, Any], baseline: str) -> list[dict[str, Any]]:
+    """Per-round rows for the report: each snapshot's held-out win rate against ``baseline`` from its eval@r
+    file, its TrueSkill mu from the leaderboard (matched by model hash), and its exploitability."""
+    ratings = {row["pin"].get("model_hash"): row for row in leaderboard["ranking"] if row["pin"].get("model_hash")}
+    rows = []
+    for path in eval_files:
+        evaluation = json.loads(Path(path).read_text())
+        versus = [key for key in evaluation if key.endswith(f"_vs_{baseline}")]
+        rated = ratings.get(evaluation["model_hash"])
+        if not versus or rated is None:
+            continue
+        score = evaluation[versus[0]]
+        rows.append({
+            "round": evaluation["round"], "player": f"snapshot vs {baseline}",
+            "win_rate": score["win_rate"], "low": score["low"], "high": score["high"],
+            "mu": rated["mu"], "sigma": rated["sigma"], "exploitability": evaluation.get("exploitability"),
+        })
     return rows
 
 
-def publish(archives: Sequence[str | Path], rounds: Sequence[str | Path], scores_dir: str | Path,
-            report_dir: str | Path) -> dict[str, Any]:
-    """Build every published view from the score-card archives; return the leaderboard."""
+def publish(archives: Sequence[str | Path], eval_files: Sequence[str | Path], scores_dir: str | Path,
+            report_dir: str | Path, baseline: str = "random") -> dict[str, Any]:
+    """Build every published view from the score-card archives (and per-round evals); return the leaderboard."""
     leaderboard = build_leaderboard(load_archive(archives), excluded=load_excluded(archives))
     scores = Path(scores_dir)
     write_leaderboard(scores / "leaderboard.json", leaderboard)
     atomic_write_json(scores / "metrics.json", headline(leaderboard))
-    write_report(leaderboard, report_dir, rounds=load_rounds(rounds) or None)
+    write_report(leaderboard, report_dir, rounds=round_history(eval_files, leaderboard, baseline) or None)
     return leaderboard

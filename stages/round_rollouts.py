@@ -5,7 +5,7 @@ import argparse
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
 from arena.config import load_params, load_section
 from arena.seeds import SeedsConfig
-from arena.train.selfplay import SelfPlayConfig, play_round
+from arena.train.selfplay import SelfPlayConfig, check_rounds, play_round
 
 
 def main() -> None:
@@ -17,6 +17,7 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     params = load_params(args.params)
+    check_rounds(params.get("rounds"))
     play_round(args.snapshot, args.pool, load_section(SelfPlayConfig, "selfplay", params),
                load_section(SeedsConfig, "seeds", params), args.round, args.out)
 

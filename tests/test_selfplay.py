@@ -1,0 +1,124 @@
+"""Self-play GRPO rounds end to end on a tiny model: rollouts, training (full and LoRA), fuse, pool, eval."""
+
+import json
+
+import numpy as np
+import pytest
+
+from arena.basemodel import BaseConfig, build_base
+from arena.config import ConfigError, from_mapping
+from arena.hashing import digest_dir
+from arena.pool import PoolConfig, build_pool, load_pool, sample_opponents
+from arena.roundeval import RoundEvalConfig, evaluate_round
+from arena.seeds import SeedsConfig
+from arena.tournament import EvalConfig
+from arena.train.fuse import copy_snapshot, fuse_round
+from arena.train.selfplay import (
+    SelfPlayConfig,
+    TrainConfig,
+    check_rounds,
+    learner_decisions,
+    play_round,
+    selfplay_schedule,
+    train_round,
+)
+
+TINY = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64,
+        "vocab_size": 400}
+SELFPLAY = SelfPlayConfig(deals_per_round=24, group_size=2)
+
+
+@pytest.fixture(scope="module")
+def round_zero(tmp_path_factory):
+    root = tmp_path_factory.mktemp("selfplay")
+    build_base(BaseConfig(**TINY), root / "base")
+    copy_snapshot(root / "base", root / "snap0")
+    build_pool(None, root / "snap0", PoolConfig(), "kuhn", root / "pool0")
+    play_round(root / "snap0", root / "pool0", SELFPLAY, SeedsConfig(), 1, root / "roll1", progress=False)
+    return root
+
+
+def test_schedule_plays_each_deal_from_both_seats():
+    slots = selfplay_schedule(range(10, 12), 4)
+    assert [(s.seed, s.first_seat, s.salt) for s in slots] == [
+        (10, 0, 0), (10, 1, 0), (10, 0, 1), (10, 1, 1), (11, 0, 0), (11, 1, 0), (11, 0, 1), (11, 1, 1)]
+
+
+def test_rollouts_are_self_play_with_logprobs(round_zero):
+    records = [json.loads(line) for line in (round_zero / "roll1" / "games.jsonl").read_text().splitlines()]
+    assert len(records) == SELFPLAY.games_per_round
+    assert all(r["players"][0] == r["players"][1] for r in records)  # latest pool = itself
+    data = learner_decisions(records, records[0]["players"][0], TrainConfig())
+    assert np.all(data.logp_old <= 0)
+    # Group-centred advantages cancel within each deal.
+    by_seed = {}
+    for record in records:
+        seat = record["first_seat"]
+        by_seed.setdefault(record["seed"], []).append(record["rewards"][seat])
+    assert all(abs(sum(v) - len(v) * np.mean(v)) < 1e-12 for v in by_seed.values())
+
+
+@pytest.mark.parametrize("method", ["full", "lora"])
+def test_train_and_fuse_change_the_model_deterministically(round_zero, tmp_path, method):
+    config = TrainConfig(method=method, steps=2, batch_size=16, lr=1.0e-3, lora_layers=1)
+    base = round_zero / "base"
+    summary = train_round(round_zero / "snap0", base, round_zero / "roll1", 1, SELFPLAY, config, tmp_path / "a",
+                          progress=False)
+    train_round(round_zero / "snap0", base, round_zero / "roll1", 1, SELFPLAY, config, tmp_path / "b",
+                progress=False)
+    assert digest_dir(tmp_path / "a") == digest_dir(tmp_path / "b")
+    assert summary["steps"] == 2 and summary["method"] == method
+    meta = fuse_round(round_zero / "snap0", tmp_path / "a", tmp_path / "snap1")
+    assert meta["pin"]["model_hash"] != digest_dir(round_zero / "snap0")
+    log = [json.loads(line) for line in (tmp_path / "a" / "train_log.jsonl").read_text().splitlines()]
+    assert {"loss", "kl", "mean_reward", "zero_adv_fraction"} <= set(log[-1])
+
+
+def test_pool_grows_and_eval_reports_exploitability(round_zero, tmp_path):
+    config = TrainConfig(steps=1, batch_size=16)
+    train_round(round_zero / "snap0", round_zero / "base", round_zero / "roll1", 1, SELFPLAY, config,
+                tmp_path / "ad", progress=False)
+    fuse_round(round_zero / "snap0", tmp_path / "ad", tmp_path / "snap1")
+    pool = build_pool(round_zero / "pool0", tmp_path / "snap1", PoolConfig(), "kuhn", tmp_path / "pool1")
+    assert len(pool["members"]) == 2 and all(len(m["kuhn_policy"]) == 12 for m in pool["members"])
+    eval_config = EvalConfig.from_dict({"games": ["kuhn"], "seeds": [9_000_000, 9_000_010]})
+    result = evaluate_round(tmp_path / "snap1", tmp_path / "pool1", 1, RoundEvalConfig(games=10), eval_config,
+                            SeedsConfig().reserved(), tmp_path / "r1.json")
+    assert 0 <= result["exploitability"] <= 1 and 0 <= result["pool_exploitability"] <= 1
+    assert set(result["kuhn_vs_random"]) >= {"win_rate", "low", "high", "chips_per_round"}
+
+
+def test_pool_sampling_rules(round_zero):
+    pool = load_pool(round_zero / "pool0")
+    spec = pool["members"][0]["spec"]
+    assert sample_opponents(pool, 3, seed=0) == [spec] * 3
+    uniform = {**pool, "config": {**pool["config"], "sampling": "uniform", "scripted": ["random"]}}
+    draws = sample_opponents(uniform, 200, seed=1)
+    assert set(draws) == {spec, "random"} and draws == sample_opponents(uniform, 200, seed=1)
+
+
+@pytest.mark.parametrize(
+    ("cls", "section", "values", "pattern"),
+    [
+        (TrainConfig, "train", {"beta": -0.1}, r"train\.beta = -0\.1 is invalid: must be >= 0"),
+        (TrainConfig, "train", {"lr": "1e-5"}, r"train\.lr = '1e-5' must be a float"),
+        (TrainConfig, "train", {"steps": 0}, r"train\.steps = 0 is invalid"),
+        (TrainConfig, "train", {"method": "qlora"}, r"train\.method = 'qlora' is invalid: expected one of full, lora"),
+        (SelfPlayConfig, "selfplay", {"group_size": 3}, r"selfplay\.group_size = 3 is invalid"),
+        (SelfPlayConfig, "selfplay", {"group_size": 0}, r"selfplay\.group_size = 0 is invalid"),
+        (SelfPlayConfig, "selfplay", {"temperature": 0.0}, r"selfplay\.temperature = 0\.0 is invalid"),
+        (PoolConfig, "pool", {"sampling": "best"}, r"pool\.sampling = 'best' is invalid"),
+    ],
+)
+def test_bad_hyperparameters_name_the_key(cls, section, values, pattern):
+    with pytest.raises(ConfigError, match=pattern):
+        from_mapping(cls, values, section)
+
+
+@pytest.mark.parametrize(
+    "rounds", [None, {}, {"r1": {"n": 1, "prev": 1}}, {"r1": {"n": 1, "prev": 0}, "r3": {"n": 3, "prev": 2}}]
+)
+def test_round_plan_must_chain_from_the_base(rounds):
+    with pytest.raises(ConfigError, match="rounds"):
+        check_rounds(rounds)
+    assert check_rounds({"r1": {"n": 1, "prev": 0}, "r2": {"n": 2, "prev": 1}}) == 2
