@@ -191,3 +191,20 @@ def exploitability_command(policy_file) -> None:
     except PolicyError as error:
         raise ArenaError(str(error)) from error
     click.echo(dump_json(report), nl=False)
+
+
+@main.command("repro-check")
+@click.option("--repo", default=".", show_default=True, type=click.Path(exists=True, file_okay=False))
+def repro_check(repo) -> None:
+    """Rebuild every stage (`dvc repro --force`) and fail (exit 1) unless dvc.lock and the committed scores are byte-identical."""
+    from arena.reproduce import reproduction_check
+
+    result = reproduction_check(repo)
+    if result.ok:
+        click.echo("REPRODUCED: dvc.lock and every committed result are byte-identical")
+        return
+    for problem in result.problems:
+        click.echo(f"NOT REPRODUCED: {problem}")
+    if result.diff:
+        click.echo(result.diff[:20000])
+    sys.exit(1)

@@ -57,10 +57,11 @@ def render_table(leaderboard: Mapping[str, Any]) -> Table:
         ("95% CI", "left"),
     ):
         table.add_column(header, justify=justify)
+    table.columns[1].no_wrap = True
     for row in leaderboard["ranking"]:
         table.add_row(
             str(row["rank"]),
-            row["player"],
+            row["player"].replace("mlx:artifacts/", "mlx:"),
             row["pin_digest"][:PIN_PREFIX],
             _number(row["mu"]),
             _number(row["sigma"]),
