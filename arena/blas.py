@@ -62,6 +62,42 @@ def _patched_copy(source: Path, libs: Path) -> Path:
     return target
 
 
+_PROBE = """
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+n = 64
+a = (ctypes.c_float * (n * n))(*([1.0] * (n * n)))
+c = (ctypes.c_float * (n * n))()
+lib.cblas_sgemm(101, 111, 111, n, n, n, ctypes.c_float(1.0), a, n, a, n, ctypes.c_float(0.0), c, n)
+sys.exit(0 if c[0] == n else 3)
+"""
+
+
+def _cpu_signature() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown"
+    lines = [line for line in text.splitlines() if line.startswith(("model name", "flags"))]
+    return hashlib.sha256("\n".join(sorted(set(lines))).encode()).hexdigest()[:16]
+
+
+def _runs_here(lib: Path) -> bool:
+    """Whether this OpenBLAS build's kernels run on this CPU, checked once per CPU in a child process.
+
+    The PyPI build targets one kernel family; on a CPU without its instructions the first matrix product
+    would kill the process (SIGILL), so the check must not run in-process.
+    """
+    marker = lib.with_name(f"ok-{_cpu_signature()}")
+    if marker.exists():
+        return True
+    probe = subprocess.run([sys.executable, "-c", _PROBE, str(lib)], capture_output=True, timeout=60)
+    if probe.returncode == 0:
+        marker.touch()
+        return True
+    return False
+
+
 def ensure_fast_blas() -> dict[str, str]:
     """Load OpenBLAS globally before MLX is imported; return a description of the BLAS in use.
 
@@ -88,8 +124,11 @@ def ensure_fast_blas() -> dict[str, str]:
     try:
         if source is None or libs is None:
             raise RuntimeError("cmeel-openblas or mlx_cpu.libs not installed")
-        lib = ctypes.CDLL(str(_patched_copy(source, libs)), mode=ctypes.RTLD_GLOBAL)
-    except (OSError, RuntimeError, subprocess.CalledProcessError) as error:
+        patched = _patched_copy(source, libs)
+        if not _runs_here(patched):
+            raise RuntimeError("its kernels do not run on this CPU")
+        lib = ctypes.CDLL(str(patched), mode=ctypes.RTLD_GLOBAL)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as error:
         warnings.warn(f"OpenBLAS unavailable ({error}); MLX uses its slow reference BLAS", stacklevel=2)
         _state.update(blas="reference", threads=threads, coretype="n/a")
         return dict(_state)

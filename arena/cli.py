@@ -196,7 +196,7 @@ def exploitability_command(policy_file) -> None:
 @main.command("repro-check")
 @click.option("--repo", default=".", show_default=True, type=click.Path(exists=True, file_okay=False))
 def repro_check(repo) -> None:
-    """Rebuild every stage (`dvc repro --force`) and fail (exit 1) unless dvc.lock and the committed scores are byte-identical."""
+    """Rebuild every stage (`dvc repro --force`); exit 1 unless dvc.lock and committed scores are byte-identical."""
     from arena.reproduce import reproduction_check
 
     result = reproduction_check(repo)
