@@ -26,6 +26,8 @@ OPTIONAL_SECTIONS = ("frontier", "tournament")
 # Sections whose view/temperature are checked by MLXPlayerConfig, which names them `player.view` and
 # `player.temperature`; its errors are re-keyed to the section they came from.
 _PLAYER_KEY = re.compile(r"^player\.(view|temperature|max_rows) ")
+# Sections listing player specs, and under which keys.
+PLAYER_LISTS = {"rollouts": ("players",), "baseline": ("players", "frontier"), "tournament": ("players", "frontier")}
 
 
 def _loaders() -> dict[str, Callable[[Mapping[str, Any]], Any]]:
@@ -130,20 +132,26 @@ def check_rounds(rounds: Any) -> dict[str, tuple[int, int]]:
     return parsed
 
 
+def _check_players(name: str, raw: Mapping[str, Any]) -> None:
+    """The player-spec lists of a section (``players``; ``frontier`` entries must be frontier specs)."""
+    for list_key in PLAYER_LISTS.get(name, ()):
+        specs = raw.get(list_key)
+        if not isinstance(specs, (list, tuple)):
+            continue  # absent (the default) or not a list: the section's own type check reports it
+        for index, spec in enumerate(specs):
+            key = f"{name}.{list_key}[{index}]"
+            if list_key == "frontier" and isinstance(spec, str):
+                require(spec.startswith("openai:"), key, spec, "each entry must be openai:MODEL@BASE_URL")
+            check_spec(key, spec)
+
+
 def _load(name: str, loader: Callable[[Mapping[str, Any]], Any], params: Mapping[str, Any]) -> Any:
-    """Run one section's loader; re-key MLXPlayerConfig's ``player.*`` errors and name the game key."""
+    """Run one section's loader after its game and player checks; re-key MLXPlayerConfig's ``player.*`` errors."""
     raw = params.get(name)
     if isinstance(raw, Mapping):
         if "game" in raw:
             check_game(f"{name}.game", raw["game"], raw.get("variant", {}))
-        for list_key in ("players", "frontier"):
-            specs = raw.get(list_key)
-            if name in ("rollouts", "baseline", "tournament") and isinstance(specs, (list, tuple)):
-                for index, spec in enumerate(specs):
-                    if list_key == "frontier" and isinstance(spec, str):
-                        require(spec.startswith("openai:"), f"{name}.frontier[{index}]", spec,
-                                "each entry must be openai:MODEL@BASE_URL")
-                    check_spec(f"{name}.{list_key}[{index}]", spec)
+        _check_players(name, raw)
     try:
         return loader(params)
     except ConfigError as error:

@@ -8,7 +8,9 @@ stage, then resumed; a build whose DVC cache object was corrupted; and two overl
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from repo_copy import (
     clone_built,
     content,
     files_containing,
+    group_processes,
     kill_group,
     lock_outs,
     make_copy,
@@ -112,27 +115,43 @@ def test_the_api_key_is_never_written_nor_on_a_command_line(reference, fault_ser
 # ---------------------------------------------------------------- interruption
 
 
-def _kill_during(repo: Path, log: Path, stage: str, script: str, out: Path, expected_s: float) -> dict:
-    """Start `dvc repro`, wait until ``stage`` runs, SIGKILL the group when its output's temporary appears
-    or at 80% of the time the stage took in the reference build, whichever comes first."""
-    process = start_dvc(repo, _env(repo), log, "repro")
-    watcher = GroupWatcher(process.pid, interval=0.01)
-    watcher.start()
-    try:
-        deadline = time.monotonic() + REPRO_TIMEOUT
-        while not any(script in cmd for cmd in watcher.seen):
-            assert process.poll() is None, f"dvc repro ended before {stage} ran:\n{log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"{stage} never started"
-            time.sleep(0.01)
-        assert f"Running stage '{stage}'" in log.read_text()
-        started = time.monotonic()
-        while time.monotonic() - started < 0.8 * expected_s and not temporaries(out.parent):
-            time.sleep(0.002)
-        seen_temp = bool(temporaries(out.parent))
-        kill_group(process)
-    finally:
-        watcher.stop()
-    return {"temp_at_kill": seen_temp, "temps": temporaries(repo / "artifacts")}
+def _start_until(repo: Path, log: Path, stage: str, script: str, *args: str):
+    """Start ``dvc ARGS`` and return once ``stage``'s own process is running."""
+    process = start_dvc(repo, _env(repo), log, *args)
+    deadline = time.monotonic() + REPRO_TIMEOUT
+    while not any(script in cmd for cmd in group_processes(process.pid).values()):
+        if process.poll() is not None or time.monotonic() > deadline:
+            kill_group(process)
+            raise AssertionError(f"{stage} never ran:\n{log.read_text()[-3000:]}")
+        time.sleep(0.01)
+    assert f"Running stage '{stage}'" in log.read_text()
+    return process
+
+
+def _kill_mid_work(repo: Path, log: Path, stage: str, script: str, after_s: float) -> None:
+    """SIGKILL the whole `dvc repro` group ``after_s`` seconds into ``stage``."""
+    process = _start_until(repo, log, stage, script, "repro")
+    time.sleep(after_s)
+    kill_group(process)
+
+
+def _kill_mid_write(repo: Path, log: Path, stage: str, script: str, out: Path, *args: str) -> bool:
+    """Freeze the group (SIGSTOP) the moment ``out``'s temporary appears, look, then SIGKILL it.
+
+    True when the stage was caught with its temporary still there: killed mid-write. The temporary
+    lives for some 15-45 ms; a poll every millisecond nearly always sees it, and a miss just means the
+    stage finished first (reported, and the caller retries).
+    """
+    process = _start_until(repo, log, stage, script, *args)
+    prefix = f".{out.name}.writing-"
+    while process.poll() is None and not any(n.startswith(prefix) for n in os.listdir(out.parent)):
+        time.sleep(0.001)
+    os.killpg(process.pid, signal.SIGSTOP)
+    frozen_temps = [n for n in os.listdir(out.parent) if n.startswith(prefix)]
+    # A first write renames its temporary onto the missing output: never both, never a partial output.
+    assert not (frozen_temps and out.exists())
+    kill_group(process)
+    return bool(frozen_temps)
 
 
 def _assert_no_partial_outputs(repo: Path, reference_repo: Path, outs) -> None:
@@ -144,25 +163,34 @@ def _assert_no_partial_outputs(repo: Path, reference_repo: Path, outs) -> None:
 def test_killed_builds_resume_to_byte_identical_artifacts(reference, params, tmp_path):
     ref_repo, outs = reference["repo"], reference["outs"]
     repo = make_copy(tmp_path / "repo", params)
-    kills = []
-    for stage, script, out in [
-        ("shards@0", "stages/rollouts.py", repo / "artifacts/rollouts/base/shard-0"),
-        ("train@r1", "stages/train.py", repo / "artifacts/adapters/r1"),
-    ]:
-        expected = reference["watcher"].duration(script)
-        kill = _kill_during(repo, tmp_path / f"kill-{len(kills)}.log", stage, script, out, expected)
-        kills.append(kill)
-        _assert_no_partial_outputs(repo, ref_repo, outs)
-        assert not out.exists() or content(out) == content(ref_repo / out.relative_to(repo))
+
+    # 1. Mid-work: halfway through the rollout stage (by its duration in the reference build).
+    rollouts = repo / "artifacts/rollouts/base/shard-0"
+    _kill_mid_work(repo, tmp_path / "kill-rollouts.log", "shards@0", "stages/rollouts.py",
+                   0.5 * reference["watcher"].duration("stages/rollouts.py"))
+    assert not rollouts.exists()
+    _assert_no_partial_outputs(repo, ref_repo, outs)
+
+    # 2. Mid-write: the training stage frozen while its output directory is being filled.
+    adapters = repo / "artifacts/adapters/r1"
+    caught = _kill_mid_write(repo, tmp_path / "kill-train-0.log", "train@r1", "stages/train.py", adapters, "repro")
+    for attempt in range(1, 3):
+        if caught:
+            break
+        caught = _kill_mid_write(repo, tmp_path / f"kill-train-{attempt}.log", "train@r1", "stages/train.py",
+                                 adapters, "repro", "--force", "--single-item", "train@r1")
+    assert caught, "three training runs finished writing before a 1 ms poll saw their temporary"
+    assert not adapters.exists() and temporaries(adapters.parent)
+    _assert_no_partial_outputs(repo, ref_repo, outs)
 
     log = tmp_path / "resume.log"
     assert _wait(start_dvc(repo, _env(repo), log, "repro")) == 0, log.read_text()[-3000:]
-    # DVC notices the dead run's read/write locks and drops them itself.
-    assert "had been killed. Auto removed it from the lock file" in (tmp_path / "kill-1.log").read_text() + \
-        log.read_text()
+    # DVC notices the dead runs' read/write locks and drops them itself.
+    assert "had been killed. Auto removed it from the lock file" in log.read_text()
     assert lock_outs(repo) == outs
     assert run_dvc(repo, _env(repo), "status", "-q").returncode == 0
-    assert temporaries(repo / "artifacts") == [], kills
+    # The resumed stages' atomic writes swept the killed writers' temporaries.
+    assert temporaries(repo / "artifacts") == []
     assert verify_artifacts(repo / "artifacts") == []
 
 
