@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -12,11 +13,53 @@ from pathlib import Path
 from typing import Any
 
 
+def _temp_prefix(path: Path, kind: str) -> str:
+    """``.NAME.writing-PID-`` (or ``old``): the writer's pid in the name tells a killed writer's leftovers apart."""
+    return f".{path.name}.{kind}-{os.getpid()}-"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def sweep_stale_temps(path: str | Path) -> list[Path]:
+    """Remove the temporaries beside ``path`` that writers killed mid-write left (SIGKILL, OOM, power loss).
+
+    A temporary is stale when the pid in its name is no longer running; a live writer's is never
+    touched (a reused pid only keeps a stale one a while longer). Returns what was removed.
+    """
+    path = Path(path)
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.(?:writing|old)-(\d+)-[a-z0-9_]*\.tmp")
+    removed = []
+    try:
+        entries = list(os.scandir(path.parent))
+    except FileNotFoundError:
+        return removed
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if match is None or _pid_alive(int(match.group(1))):
+            continue
+        stale = Path(entry.path)
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+        removed.append(stale)
+    return removed
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to a temporary sibling, fsync it, then rename over ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    sweep_stale_temps(path)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path, "writing"), suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -49,16 +92,18 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     """Yield a temporary directory beside ``path``; on success it replaces ``path`` whole.
 
     On any exception the temporary directory is removed and ``path`` is left as it was, so a
-    failed stage never leaves a half-written artifact behind.
+    failed stage never leaves a half-written artifact behind. A writer killed outright (no exception
+    runs) leaves only its temporary, never a partial ``path``; the next write of ``path`` sweeps it.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    sweep_stale_temps(path)
+    tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(path, "writing"), suffix=".tmp", dir=path.parent))
     try:
         yield tmp
         os.chmod(tmp, 0o755)
         if path.exists():
-            old = path.with_name(f".{path.name}.old{os.getpid()}")
+            old = path.with_name(f"{_temp_prefix(path, 'old')}{tmp.name.rsplit('-', 1)[-1]}")
             os.replace(path, old)
             os.replace(tmp, path)
             shutil.rmtree(old)

@@ -182,7 +182,8 @@ class EvalConfig:
             raise ConfigError(f"{section} must be a mapping with games, seeds and optional trueskill, got {data!r}")
         unknown = sorted(set(data) - {"games", "seeds", "trueskill"})
         if unknown:
-            raise ConfigError(f"unknown keys {unknown} in {section}; allowed: games, seeds, trueskill")
+            raise ConfigError(f"unknown keys in {section}: {', '.join(f'{section}.{key}' for key in unknown)}; "
+                              "allowed: games, seeds, trueskill")
         for key in ("games", "seeds"):
             if key not in data:
                 raise ConfigError(f"missing required key {section}.{key}")

@@ -192,12 +192,13 @@ def test_retry_delay_is_exponential_honours_retry_after_and_is_capped():
 def test_good_reply_records_served_model_and_is_cached(server):
     server.default = Reply(content="Sure: [bet]", model="gpt-4o-mini-2024-07-18")
     player = FrontierPlayer("gpt-4o-mini", server.base_url, FAST)
-    assert player.pin()["served_model"] is None
+    pin = player.pin()
+    assert player.served_model is None
     decision = player.act(observation())
     assert decision.action == "[bet]" and decision.error is None
     assert decision.model_id == "gpt-4o-mini-2024-07-18"
-    pin = player.pin()
-    assert pin["model"] == "gpt-4o-mini" and pin["served_model"] == "gpt-4o-mini-2024-07-18"
+    assert player.pin() == pin  # a reply never changes the pin: a tournament needs one pin per spec
+    assert pin["model"] == "gpt-4o-mini" and player.served_model == "gpt-4o-mini-2024-07-18"
     assert pin["endpoint"] == server.base_url and pin["kind"] == "frontier"
     assert player.stats.as_dict() == {"calls": 1, "cache_hits": 0, "errors": 0, "checks": 0}
 
@@ -526,7 +527,7 @@ def test_real_openai_compatible_server(mlx_server, base_model_dir):
     assert all(d.error is None for d in decisions)
     assert all(d.model_id == model for d in decisions)  # mlx_lm echoes the requested name as `model`
     assert all(len(d.action) <= MAX_ACTION_CHARS and d.action.isprintable() for d in decisions)
-    assert player.pin()["served_model"] == model
+    assert player.served_model == model
     assert player.stats.calls == len(decisions) == len(cache_files())
 
     replay = FrontierPlayer(model, mlx_server, config)

@@ -403,11 +403,13 @@ class FrontierPlayer(Player):
         }
 
     def pin(self) -> dict[str, Any]:
+        """What results are pinned to: endpoint, requested model, request config. Fixed for the player's life:
+        a tournament requires one pin per spec across all its cards, so the model id the server reports
+        (known only after a reply) is kept in ``served_model`` and in each decision's ``model_id`` instead."""
         return {
             "kind": "frontier",
             "endpoint": self.base_url,
             "model": self.model,
-            "served_model": self.served_model,
             "config_hash": digest_config(self.request_config()),
         }
 
