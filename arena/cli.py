@@ -208,3 +208,29 @@ def repro_check(repo) -> None:
     if result.diff:
         click.echo(result.diff[:20000])
     sys.exit(1)
+
+
+@main.command("check-params")
+@click.argument("path", default="params.yaml", type=click.Path())
+def check_params(path: str) -> None:
+    """Validate every params section and the seed plan across them; exit 2 on the first problem."""
+    from arena.config import load_params
+    from arena.params_check import validate_all
+
+    validate_all(load_params(path))
+    click.echo(f"{path}: ok")
+
+
+@main.command("check-artifacts")
+@click.option("--artifacts", "artifacts_dir", default="artifacts", show_default=True, type=click.Path())
+@click.option("--dvc-cache", default=".dvc/cache", show_default=True, type=click.Path())
+@click.option("--repair", is_flag=True, help="delete corrupt DVC cache objects so `dvc repro` rebuilds them")
+def check_artifacts(artifacts_dir: str, dvc_cache: str, repair: bool) -> None:
+    """Check artifacts against their meta.json digests and DVC cache objects against their md5 names."""
+    from arena.integrity import verify_artifacts, verify_dvc_cache
+
+    problems = verify_artifacts(artifacts_dir) + verify_dvc_cache(dvc_cache, repair=repair)
+    for problem in problems:
+        click.echo(problem)
+    click.echo(f"{len(problems)} problem(s)")
+    sys.exit(1 if problems else 0)

@@ -61,7 +61,7 @@ def render_table(leaderboard: Mapping[str, Any]) -> Table:
     for row in leaderboard["ranking"]:
         table.add_row(
             str(row["rank"]),
-            row["player"].replace("mlx:artifacts/", "mlx:"),
+            row["player"],
             row["pin_digest"][:PIN_PREFIX],
             _number(row["mu"]),
             _number(row["sigma"]),

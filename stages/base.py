@@ -5,6 +5,7 @@ import argparse
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
 from arena.basemodel import BaseConfig, build_base
 from arena.config import load_section
+from arena.stage import checked_params, run
 
 
 def main() -> None:
@@ -12,8 +13,8 @@ def main() -> None:
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--out", default="artifacts/models/base")
     args = parser.parse_args()
-    build_base(load_section(BaseConfig, "base", args.params), args.out)
+    build_base(load_section(BaseConfig, "base", checked_params(args.params)), args.out)
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

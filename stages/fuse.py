@@ -3,6 +3,7 @@
 import argparse
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
+from arena.stage import run
 from arena.train.fuse import fuse_round
 
 
@@ -16,4 +17,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

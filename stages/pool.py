@@ -3,8 +3,9 @@
 import argparse
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
-from arena.config import load_params, load_section
+from arena.config import load_section
 from arena.pool import PoolConfig, build_pool
+from arena.stage import checked_params, run
 from arena.train.selfplay import SelfPlayConfig
 
 
@@ -15,10 +16,10 @@ def main() -> None:
     parser.add_argument("--snapshot", required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    params = load_params(args.params)
+    params = checked_params(args.params)
     game = load_section(SelfPlayConfig, "selfplay", params).game
     build_pool(args.previous, args.snapshot, load_section(PoolConfig, "pool", params), game, args.out)
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

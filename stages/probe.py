@@ -7,6 +7,7 @@ import arena  # noqa: F401 -- loads OpenBLAS before mlx
 from arena.artifacts import atomic_write_json
 from arena.config import load_section
 from arena.probe import ProbeConfig, print_checks, run_probe
+from arena.stage import checked_params, run
 
 
 def main() -> None:
@@ -14,7 +15,7 @@ def main() -> None:
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--out", default="artifacts/probe/audit.json")
     args = parser.parse_args()
-    checks = run_probe(load_section(ProbeConfig, "probe", args.params), progress=True)
+    checks = run_probe(load_section(ProbeConfig, "probe", checked_params(args.params)), progress=True)
     print_checks(checks)
     if not all(check.passed for check in checks):
         sys.exit(1)
@@ -22,4 +23,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

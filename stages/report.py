@@ -5,6 +5,7 @@ from pathlib import Path
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
 from arena.publish import publish
+from arena.stage import run
 
 
 def main() -> None:
@@ -19,4 +20,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

@@ -3,9 +3,10 @@
 import argparse
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
-from arena.config import load_params, load_section
+from arena.config import load_section
 from arena.rollout_stage import RolloutsConfig, build_shard
 from arena.seeds import SeedsConfig
+from arena.stage import checked_params, run
 
 
 def main() -> None:
@@ -14,10 +15,10 @@ def main() -> None:
     parser.add_argument("--shard", type=int, required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    params = load_params(args.params)
+    params = checked_params(args.params)
     build_shard(load_section(RolloutsConfig, "rollouts", params), load_section(SeedsConfig, "seeds", params),
                 args.shard, args.out)
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

@@ -3,9 +3,10 @@
 import argparse
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
-from arena.config import load_params, load_section
+from arena.config import load_section
 from arena.roundeval import RoundEvalConfig, evaluate_round
 from arena.seeds import SeedsConfig
+from arena.stage import checked_params, run
 from arena.tournament import EvalConfig
 
 
@@ -17,11 +18,11 @@ def main() -> None:
     parser.add_argument("--pool")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    params = load_params(args.params)
+    params = checked_params(args.params)
     reserved = load_section(SeedsConfig, "seeds", params).reserved()
     evaluate_round(args.snapshot, args.pool, args.round, load_section(RoundEvalConfig, "roundeval", params),
                    EvalConfig.from_dict(params.get("eval"), "eval"), reserved, args.out)
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

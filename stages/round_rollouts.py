@@ -3,9 +3,10 @@
 import argparse
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
-from arena.config import load_params, load_section
+from arena.config import load_section
 from arena.seeds import SeedsConfig
-from arena.train.selfplay import SelfPlayConfig, check_rounds, play_round
+from arena.stage import checked_params, run
+from arena.train.selfplay import SelfPlayConfig, play_round
 
 
 def main() -> None:
@@ -16,11 +17,10 @@ def main() -> None:
     parser.add_argument("--pool", required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    params = load_params(args.params)
-    check_rounds(params.get("rounds"))
+    params = checked_params(args.params)
     play_round(args.snapshot, args.pool, load_section(SelfPlayConfig, "selfplay", params),
                load_section(SeedsConfig, "seeds", params), args.round, args.out)
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

@@ -3,6 +3,7 @@
 import argparse
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
+from arena.stage import run
 from arena.train.fuse import copy_snapshot
 
 
@@ -15,4 +16,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

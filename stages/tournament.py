@@ -3,9 +3,10 @@
 import argparse
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
-from arena.config import load_params, load_section
+from arena.config import load_section
 from arena.evaluate import TournamentConfig, run_stage
 from arena.seeds import SeedsConfig
+from arena.stage import checked_params, run
 from arena.tournament import EvalConfig
 
 
@@ -15,7 +16,7 @@ def main() -> None:
     parser.add_argument("--section", required=True, help="params section listing the players (baseline, tournament)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    params = load_params(args.params)
+    params = checked_params(args.params)
     seeds = load_section(SeedsConfig, "seeds", params)
     excluded = run_stage(EvalConfig.from_dict(params.get("eval"), "eval"),
                          load_section(TournamentConfig, args.section, params), seeds.reserved(), args.out)
@@ -24,4 +25,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

@@ -3,7 +3,8 @@
 import argparse
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
-from arena.config import load_params, load_section
+from arena.config import load_section
+from arena.stage import checked_params, run
 from arena.train.selfplay import SelfPlayConfig, TrainConfig, train_round
 
 
@@ -16,7 +17,7 @@ def main() -> None:
     parser.add_argument("--rollouts", required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    params = load_params(args.params)
+    params = checked_params(args.params)
     config = load_section(TrainConfig, "train", params)
     reference = args.base if config.reference == "base" else args.snapshot
     train_round(args.snapshot, reference, args.rollouts, args.round, load_section(SelfPlayConfig, "selfplay", params),
@@ -24,4 +25,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

@@ -16,7 +16,6 @@ from arena.train.fuse import copy_snapshot, fuse_round
 from arena.train.selfplay import (
     SelfPlayConfig,
     TrainConfig,
-    check_rounds,
     learner_decisions,
     play_round,
     selfplay_schedule,
@@ -114,11 +113,3 @@ def test_bad_hyperparameters_name_the_key(cls, section, values, pattern):
     with pytest.raises(ConfigError, match=pattern):
         from_mapping(cls, values, section)
 
-
-@pytest.mark.parametrize(
-    "rounds", [None, {}, {"r1": {"n": 1, "prev": 1}}, {"r1": {"n": 1, "prev": 0}, "r3": {"n": 3, "prev": 2}}]
-)
-def test_round_plan_must_chain_from_the_base(rounds):
-    with pytest.raises(ConfigError, match="rounds"):
-        check_rounds(rounds)
-    assert check_rounds({"r1": {"n": 1, "prev": 0}, "r2": {"n": 2, "prev": 1}}) == 2

@@ -91,22 +91,6 @@ class TrainConfig:
         require(self.lora_layers >= 1, "train.lora_layers", self.lora_layers, "must be >= 1")
 
 
-def check_rounds(rounds: Any) -> int:
-    """Validate params.yaml ``rounds:`` (r1: {n: 1, prev: 0}, r2: {n: 2, prev: 1}, ...); return their count."""
-    from arena.config import ConfigError
-
-    if not isinstance(rounds, Mapping) or not rounds:
-        raise ConfigError(f"rounds = {rounds!r} is invalid: list at least one round, "
-                          "e.g. rounds: {r1: {n: 1, prev: 0}}")
-    for index, (name, item) in enumerate(rounds.items(), start=1):
-        expected = {"n": index, "prev": index - 1}
-        if name != f"r{index}" or item != expected:
-            raise ConfigError(f"rounds.{name} = {item!r} is invalid: round {index} must be r{index}: "
-                              f"{{n: {index}, prev: {index - 1}}} (each round starts from the one before; "
-                              "r0 is the base)")
-    return len(rounds)
-
-
 # ----------------------------------------------------------------------------------------------- rollouts
 
 

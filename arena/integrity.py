@@ -1,4 +1,4 @@
-"""Integrity checks DVC does not make: artifacts against their meta.json digests, DVC cache objects against their names.
+"""Integrity checks DVC does not make: artifacts against their meta.json digests, cache objects against names.
 
 DVC 3.67 trusts its local cache: a corrupted object is checked out (by `dvc checkout`, or by `dvc repro`
 restoring a cached stage) without a word, and `dvc status` then reports the pipeline up to date
