@@ -92,3 +92,11 @@ def test_ratio_direction_and_verdicts():
     assert bench.latency_row("f", "n", "s", 3.0, 0.5, ("a", "b"), 2.0).passed is False
     skipped = bench.latency_row("f", "n", "s", None, 0.5, ("a", "b"), 2.0)
     assert skipped.ratio is None and skipped.passed is None
+
+
+def test_paired_speedup_compares_adjacent_samples_only():
+    bench = _bench_module()
+    # The machine slows down 10x between pairs; each pair still says ours is twice as fast.
+    assert bench.paired_speedup([1.0, 10.0, 1.0], [2.0, 20.0, 2.0]) == 2.0
+    # 512 games in 1 s against 64 games in 2 s: 512 / (64 / 2) = 16x.
+    assert bench.paired_speedup([1.0], [2.0], ours_work=512, reference_work=64) == 16.0
