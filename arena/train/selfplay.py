@@ -215,7 +215,8 @@ def _chosen_logp(model, batch, chosen: np.ndarray, temperature: float):
     return logp[mx.array(np.asarray(batch.action_offsets[:-1]) + chosen)]
 
 
-def _attach_lora(model, config: TrainConfig) -> None:
+def attach_lora(model, config: TrainConfig) -> None:
+    """Freeze the model and put LoRA adapters on its last ``config.lora_layers`` layers (mlx-lm's own helper)."""
     from mlx_lm.tuner.utils import linear_to_lora_layers
 
     model.freeze()
@@ -223,15 +224,51 @@ def _attach_lora(model, config: TrainConfig) -> None:
                           {"rank": config.lora_rank, "scale": config.lora_scale, "dropout": 0.0})
 
 
+class GRPOUpdate:
+    """One GRPO optimisation step of a player's model on some of its decisions (Adam with bias correction).
+
+    ``train_round`` runs these; ``bench/run.py`` times the same object against mlx-lm's own trainer.
+    """
+
+    def __init__(self, policy: MLXPlayer, config: TrainConfig, temperature: float) -> None:
+        import mlx.core as mx
+        import mlx.nn as nn
+        import mlx.optimizers as optim
+
+        from arena.train.grpo import grpo_loss
+
+        self.policy = policy
+        self.optimizer = optim.Adam(learning_rate=config.lr, bias_correction=True)
+
+        def loss_fn(model, batch, chosen, old, reference_logp, advantages):
+            new = _chosen_logp(model, batch, chosen, temperature)
+            return grpo_loss(new, old, reference_logp, advantages, mx.ones(new.shape),
+                             clip_eps=config.clip_eps, beta=config.beta)
+
+        self._value_and_grad = nn.value_and_grad(policy.model, loss_fn)
+
+    def __call__(self, observations: Sequence[Observation], chosen: np.ndarray, logp_old: np.ndarray,
+                 logp_ref: np.ndarray, advantages: np.ndarray, learning_rate: float) -> dict[str, Any]:
+        """Update the model once; returns the loss, metrics, learning rate and tokens run through the model."""
+        import mlx.core as mx
+
+        model = self.policy.model
+        batch = _scoring_batch(self.policy, observations)
+        self.optimizer.learning_rate = learning_rate
+        (loss, metrics), grads = self._value_and_grad(
+            model, batch, chosen, mx.array(logp_old, dtype=mx.float32),
+            mx.array(logp_ref, dtype=mx.float32), mx.array(advantages, dtype=mx.float32))
+        self.optimizer.update(model, grads)
+        mx.eval(model.parameters(), self.optimizer.state, loss, metrics)
+        return {"loss": loss.item(), "kl": metrics["kl"].item(), "clip_fraction": metrics["clip_fraction"].item(),
+                "lr": float(self.optimizer.learning_rate.item()), "tokens": int(batch.tokens.size)}
+
+
 def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, round_number: int,
                 selfplay: SelfPlayConfig, config: TrainConfig, out_dir: str | Path,
                 progress: bool = True) -> dict[str, Any]:
     """Train@r: GRPO steps on the round's rollouts; write the trained weights (or LoRA adapter) and a log."""
     import mlx.core as mx
-    import mlx.nn as nn
-    import mlx.optimizers as optim
-
-    from arena.train.grpo import grpo_loss
 
     mx.random.seed(config.seed + round_number)
     player_config = MLXPlayerConfig(view=selfplay.view, temperature=selfplay.temperature)
@@ -246,16 +283,9 @@ def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, 
             batch = _scoring_batch(ref, [data.observations[i] for i in part])
             logp_ref[part] = np.array(_chosen_logp(ref.model, batch, data.chosen[part], selfplay.temperature))
     if config.method == "lora":
-        _attach_lora(policy.model, config)
-    optimizer = optim.Adam(learning_rate=config.lr, bias_correction=True)
+        attach_lora(policy.model, config)
+    update = GRPOUpdate(policy, config, selfplay.temperature)
     rng = np.random.default_rng([config.seed, round_number])
-
-    def loss_fn(model, batch, chosen, old, reference_logp, advantages):
-        new = _chosen_logp(model, batch, chosen, selfplay.temperature)
-        return grpo_loss(new, old, reference_logp, advantages, mx.ones(new.shape),
-                         clip_eps=config.clip_eps, beta=config.beta)
-
-    value_and_grad = nn.value_and_grad(policy.model, loss_fn)
     log = []
     bar = tqdm(range(config.steps), desc=f"train r{round_number}", unit="step", file=sys.stderr,
                disable=None if progress else True, leave=False)
@@ -265,21 +295,17 @@ def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, 
             log.append({"step": step, "skipped": "every group had equal rewards"})
             continue
         picked = np.sort(rng.choice(keep, size=min(config.batch_size, len(keep)), replace=False))
-        batch = _scoring_batch(policy, [data.observations[i] for i in picked])
-        optimizer.learning_rate = _learning_rate(config, (round_number - 1) * config.steps + step)
-        (loss, metrics), grads = value_and_grad(
-            policy.model, batch, data.chosen[picked], mx.array(data.logp_old[picked], dtype=mx.float32),
-            mx.array(logp_ref[picked], dtype=mx.float32), mx.array(data.advantages[picked], dtype=mx.float32))
-        optimizer.update(policy.model, grads)
-        mx.eval(policy.model.parameters(), optimizer.state, loss, metrics)
+        result = update([data.observations[i] for i in picked], data.chosen[picked], data.logp_old[picked],
+                        logp_ref[picked], data.advantages[picked],
+                        _learning_rate(config, (round_number - 1) * config.steps + step))
         elapsed = time.perf_counter() - start
         log.append({
-            "step": step, "loss": round(loss.item(), 6), "kl": round(metrics["kl"].item(), 6),
-            "clip_fraction": round(metrics["clip_fraction"].item(), 6),
+            "step": step, "loss": round(result["loss"], 6), "kl": round(result["kl"], 6),
+            "clip_fraction": round(result["clip_fraction"], 6),
             "mean_reward": round(float(data.rewards[picked].mean()), 6),
             "zero_adv_fraction": round(float(data.zero_group.mean()), 6),
-            "lr": round(float(optimizer.learning_rate.item()), 9),
-            "tokens_per_sec": round(batch.tokens.size / elapsed, 1),
+            "lr": round(result["lr"], 9),
+            "tokens_per_sec": round(result["tokens"] / elapsed, 1),
         })
     timing = [{"step": row["step"], "tokens_per_sec": row.pop("tokens_per_sec")} for row in log if "loss" in row]
     _write_timing(round_number, timing)
