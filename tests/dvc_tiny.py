@@ -64,6 +64,7 @@ class TinyRepo:
     def __init__(self, path: Path, run_log: Path) -> None:
         self.path = path
         self.run_log = run_log
+        self.extra_env: dict[str, str] = {}
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -74,6 +75,7 @@ class TinyRepo:
         for role in ("AUTHOR", "COMMITTER"):
             env[f"GIT_{role}_NAME"] = "ci"
             env[f"GIT_{role}_EMAIL"] = "ci@example.invalid"
+        env.update(self.extra_env)
         return env
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
