@@ -6,7 +6,9 @@ the stages downstream of it, and a param value A already ran is restored from th
 """
 
 import getpass
+import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -20,15 +22,24 @@ pytestmark = pytest.mark.slow
 SSHD = "/usr/sbin/sshd"  # Debian's openssh-server; sshd must be started by absolute path to re-exec itself
 
 
+def _missing(message: str) -> None:
+    """Skip on a developer machine without the server; fail in CI, which must run these tests."""
+    if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+        pytest.fail(f"{message}; CI must run the network remote tests")
+    pytest.skip(message)
+
+
 @pytest.fixture
 def ssh_remote(tmp_path):
     """An sshd on 127.0.0.1 (key auth only, non-standard port), and the DVC remote settings that reach it."""
+    if importlib.util.find_spec("dvc_ssh") is None:
+        _missing("needs dvc-ssh (the remote extra)")
     if not Path(SSHD).exists():
-        pytest.skip("needs Debian's openssh-server (apt-get install openssh-server)")
+        _missing("needs Debian's openssh-server (apt-get install -y --no-install-recommends openssh-server)")
     try:
         Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation directory
     except PermissionError:
-        pytest.skip("sshd needs /run/sshd, which only root can create")
+        _missing("sshd needs /run/sshd, which only root can create")
     keys = tmp_path / "ssh"
     keys.mkdir()
     for name in ("host_key", "id_ed25519"):
@@ -57,8 +68,8 @@ def ssh_remote(tmp_path):
 def webdav_remote(tmp_path):
     """A wsgidav (cheroot) server on 127.0.0.1 with basic auth, and the DVC remote settings that reach it."""
     wsgidav = Path(sys.executable).parent / "wsgidav"
-    if not wsgidav.exists():
-        pytest.skip("needs the `remote` extra (dvc-webdav, wsgidav, cheroot)")
+    if importlib.util.find_spec("dvc_webdav") is None or not wsgidav.exists():
+        _missing("needs wsgidav and cheroot (the dev extra) and dvc-webdav (the remote extra)")
     root = tmp_path / "webdav-root"
     (root / "store").mkdir(parents=True)  # WebDAV cannot create the remote's top folder (409 Conflict)
     port = dvc_tiny.free_port()
