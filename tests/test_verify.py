@@ -1,0 +1,238 @@
+"""`arena verify` re-derives a tiny tournament's score card, and names a tampered model, config or library version."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import arena.pins
+from arena.basemodel import BaseConfig, build_base
+from arena.config import load_params, load_section
+from arena.evaluate import TournamentConfig, run_stage
+from arena.stats import summarize_outcomes
+from arena.tournament import CARD_SUFFIX, EvalConfig, card_digest
+from arena.verify import MATCH, MATCH_WITHIN_INTERVAL, MISMATCH, verify_scorecard
+
+TINY = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64,
+        "vocab_size": 400}
+SPEC = "mlx:models/m"
+MODEL = f"players[0] {SPEC}"
+GAMES = 16
+PARAMS = f"""\
+eval:
+  games:
+    - {{id: kuhn, variant: {{rounds: 3}}}}
+  seeds: [9000000, {9000000 + GAMES}]
+tournament:
+  players: ["{SPEC}", random]
+  frontier: []
+  view: compact
+  temperature: 1.0
+"""
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    """A project directory with a tiny model, params.yaml and the score card its tournament stage wrote."""
+    project = tmp_path_factory.mktemp("verify") / "project"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ARENA_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "arena-cache"))
+        build_base(BaseConfig(**TINY), project / "models" / "m")
+        (project / "params.yaml").write_text(PARAMS)
+        patch.chdir(project)  # specs are paths relative to the project root, as in the pipeline
+        params = load_params("params.yaml")
+        run_stage(EvalConfig.from_dict(params["eval"]), load_section(TournamentConfig, "tournament", params), [],
+                  "scores")
+    return project
+
+
+@pytest.fixture
+def project(pristine, tmp_path):
+    """A private copy of the pristine project, free to tamper with."""
+    return Path(shutil.copytree(pristine, tmp_path / "project"))
+
+
+def _card_path(project: Path) -> Path:
+    (path,) = (project / "scores").glob(f"*{CARD_SUFFIX}")
+    return path
+
+
+def _rewrite_card(path: Path, edit) -> None:
+    """Edit a card's outcomes, then recompute its summary and digest so it is self-consistent again."""
+    card = json.loads(path.read_text())
+    edit(card["outcomes"])
+    specs = [player["spec"] for player in card["players"]]
+    card["summary"] = summarize_outcomes(card["game_id"], card["outcomes"], *specs)
+    card["digest"] = card_digest(card)
+    path.write_text(json.dumps(card))
+
+
+def test_untouched_card_matches_byte_for_byte(project):
+    result = verify_scorecard(_card_path(project), repo=project)
+    assert result.verdict == MATCH and result.ok, result.report()
+    assert (result.games, result.identical_games) == (GAMES, GAMES)
+    assert result.summary == result.card_summary
+    assert result.report().startswith(f"MATCH {_card_path(project)} ({SPEC} vs random on kuhn[rounds=3])")
+
+
+def test_tampered_weight_file_is_named(project):
+    weights = project / "models" / "m" / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0x01  # one bit of the last weight
+    weights.write_bytes(bytes(data))
+    result = verify_scorecard(_card_path(project), repo=project)
+    assert result.verdict == MISMATCH and not result.ok
+    assert result.first_difference.name == f"{MODEL}: pin.model_hash"
+    assert "its files changed after it was built" in result.first_difference.detail
+    assert result.games == 0  # verification stops at the first difference
+
+
+def test_changed_player_config_is_named(project):
+    params = project / "params.yaml"
+    params.write_text(params.read_text().replace("temperature: 1.0", "temperature: 0.5"))
+    result = verify_scorecard(_card_path(project), repo=project)
+    assert result.verdict == MISMATCH
+    assert result.first_difference.name == f"{MODEL}: pin.config_hash"
+    assert "params.yaml tournament" in result.first_difference.detail
+    assert '"temperature": 0.5' in result.first_difference.detail
+
+
+def test_changed_eval_config_is_named(project):
+    params = project / "params.yaml"
+    params.write_text(params.read_text().replace("rounds: 3", "rounds: 5"))
+    result = verify_scorecard(_card_path(project), repo=project)
+    assert result.first_difference.name == "eval_config_hash"
+
+
+def _other_mlx(monkeypatch):
+    real = arena.pins.versions
+    monkeypatch.setattr(arena.pins, "versions", lambda: {**real(), "mlx": "0.99.0"})
+    return real()["mlx"]
+
+
+def test_other_library_version_is_named_and_compared_within_the_interval(project, monkeypatch):
+    card_mlx = _other_mlx(monkeypatch)
+    result = verify_scorecard(_card_path(project), repo=project)
+    assert result.verdict == MATCH_WITHIN_INTERVAL and result.ok, result.report()
+    assert [(d.name, d.card, d.here) for d in result.tuple_differences] == [
+        (f"{MODEL}: pin.versions.mlx", card_mlx, "0.99.0")]
+    assert "platform tuple differs" in result.report()
+
+
+def test_strict_turns_a_version_difference_into_a_mismatch(project, monkeypatch):
+    _other_mlx(monkeypatch)
+    result = verify_scorecard(_card_path(project), repo=project, strict=True)
+    assert result.verdict == MISMATCH
+    assert result.first_difference.name == f"{MODEL}: pin.versions.mlx"
+
+
+def test_score_outside_its_interval_fails_across_platforms(project, monkeypatch):
+    # The card now claims the model won all 16 games: rate 1, Wilson 95% interval [0.806, 1] for n=16.
+    # The re-played games are the real ones, which this tiny random model does not all win (it wins about
+    # half against uniform random), so the re-derived rate falls below 0.806.
+    def model_wins_everything(outcomes):
+        for outcome in outcomes:
+            seat = outcome["players"].index(SPEC)
+            outcome["rewards"] = [1.0, -1.0] if seat == 0 else [-1.0, 1.0]
+
+    _rewrite_card(_card_path(project), model_wins_everything)
+    _other_mlx(monkeypatch)
+    result = verify_scorecard(_card_path(project), repo=project)
+    assert result.verdict == MISMATCH
+    assert result.first_difference.name == "summary.p0_win_rate.rate"
+    assert "outside the card's 95% Wilson interval [0.8064" in result.first_difference.detail
+    assert "pin.versions.mlx" in result.first_difference.detail
+
+
+def test_replayed_transcript_difference_names_the_game(project):
+    def forge(outcomes):
+        outcomes[3]["transcript_digest"] = "0" * 64
+
+    _rewrite_card(_card_path(project), forge)
+    result = verify_scorecard(_card_path(project), repo=project)
+    assert result.verdict == MISMATCH
+    assert result.first_difference.name == "outcomes[3] (seed 9000003).transcript_digest"
+    assert result.identical_games == GAMES - 1
+
+
+def test_hand_edited_card_fails_its_own_check(project):
+    path = _card_path(project)
+    card = json.loads(path.read_text())
+    card["summary"]["wins"]["p0"] += 1
+    path.write_text(json.dumps(card))
+    result = verify_scorecard(path, repo=project)
+    assert result.first_difference.name == "card"
+    assert "digest does not match" in result.first_difference.detail
+
+
+# --------------------------------------------------------------------------------------------- DVC
+
+
+def _run(cwd, *args):
+    done = subprocess.run(list(args), cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, f"{args} failed:\n{done.stdout}\n{done.stderr}"
+
+
+def _dvc(cwd, *args):
+    _run(cwd, sys.executable, "-m", "dvc", *args)
+
+
+@pytest.fixture(scope="module")
+def dvc_origin(pristine, tmp_path_factory):
+    """The project as a git + DVC repository: the model tracked by DVC and pushed to a local remote."""
+    root = tmp_path_factory.mktemp("dvc")
+    origin = Path(shutil.copytree(pristine, root / "origin"))
+    _run(origin, "git", "init", "-q")
+    _run(origin, "git", "config", "user.email", "ci@example.invalid")
+    _run(origin, "git", "config", "user.name", "ci")
+    _dvc(origin, "init", "-q")
+    _dvc(origin, "remote", "add", "-d", "store", str(root / "remote"))
+    _dvc(origin, "add", "-q", "models/m")
+    _dvc(origin, "push", "-q")
+    _run(origin, "git", "add", "-A")
+    _run(origin, "git", "commit", "-qm", "model and card")
+    return origin
+
+
+def _clone(origin: Path, dest: Path) -> Path:
+    _run(dest.parent, "git", "clone", "-q", str(origin), str(dest))
+    return dest
+
+
+@pytest.mark.slow
+def test_tampered_workspace_model_is_found_in_the_dvc_cache(dvc_origin, tmp_path):
+    project = Path(shutil.copytree(dvc_origin, tmp_path / "project"))  # with its DVC cache
+    weights = project / "models" / "m" / "model.safetensors"
+    weights.unlink()  # DVC may have linked it to the cache: replace the file, never write through
+    weights.write_bytes(b"tampered")
+    result = verify_scorecard(_card_path(project), repo=project)
+    assert result.verdict == MATCH, result.report()
+    assert any("models/m in the workspace is not the pinned model (changed: model.safetensors)" in note
+               for note in result.notes), result.notes
+    assert weights.read_bytes() == b"tampered"  # the workspace is never changed
+
+
+@pytest.mark.slow
+def test_fresh_clone_fetches_the_model_from_the_remote(dvc_origin, tmp_path):
+    clone = _clone(dvc_origin, tmp_path / "clone")
+    assert not (clone / "models" / "m").exists()
+    result = verify_scorecard(_card_path(clone), repo=clone)
+    assert result.verdict == MATCH, result.report()
+    assert "fetched models/m from the DVC remote" in result.notes
+    assert not (clone / "models" / "m").exists()
+
+
+@pytest.mark.slow
+def test_model_nowhere_names_what_was_searched(dvc_origin, tmp_path):
+    clone = _clone(dvc_origin, tmp_path / "clone")
+    empty = tmp_path / "empty-remote"
+    empty.mkdir()
+    (clone / ".dvc" / "config.local").write_text(f"['remote \"store\"']\n    url = {empty}\n")
+    result = verify_scorecard(_card_path(clone), repo=clone)
+    difference = result.first_difference
+    assert (difference.name, difference.here) == (f"{MODEL}: pin.model_hash", "no such directory")
+    assert "models/m is missing; not in the DVC cache" in difference.detail
+    assert "dvc fetch models/m: WARNING: Some of the cache files do not exist" in difference.detail
