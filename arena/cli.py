@@ -234,3 +234,20 @@ def check_artifacts(artifacts_dir: str, dvc_cache: str, repair: bool) -> None:
         click.echo(problem)
     click.echo(f"{len(problems)} problem(s)")
     sys.exit(1 if problems else 0)
+
+
+@main.command()
+@click.argument("scorecards", nargs=-1, required=True, type=click.Path())
+@click.option("--repo", default=".", show_default=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--strict", is_flag=True, help="a different platform tuple is a mismatch, not an interval check")
+@click.option("--no-fetch", is_flag=True, help="never fetch a missing model from the DVC remote")
+def verify(scorecards, repo, strict, no_fetch) -> None:
+    """Re-derive each published SCORECARD from its pins: locate models by digest, check pins, re-play, compare."""
+    from arena.verify import verify_scorecard
+
+    failed = 0
+    for card in scorecards:
+        result = verify_scorecard(card, repo=repo, strict=strict, fetch=not no_fetch)
+        click.echo(result.report())
+        failed += not result.ok
+    sys.exit(1 if failed else 0)
