@@ -47,6 +47,8 @@ def small_params(**overrides: dict[str, Any]) -> dict[str, Any]:
         "pool": {"sampling": "latest", "lag": 2, "window": 0, "scripted": []},
         "roundeval": {"opponents": ["random"], "games": 4, "view": "compact", "temperature": 1.0},
         "rounds": {"r1": {"n": 1, "prev": 0}},
+        "tournament": {"players": ["mlx:artifacts/models/base", "mlx:artifacts/snapshots/r1", "random"],
+                       "frontier": [], "view": "compact", "temperature": 1.0},
     }
     for section, values in overrides.items():
         params[section] = {**params[section], **values}
