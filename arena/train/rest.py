@@ -139,6 +139,32 @@ def _learner_won(record: Mapping[str, Any], learner_spec: str) -> bool:
     return not record["errored"] and record["rewards"][learner_seat(record, learner_spec)] > 0
 
 
+def _sample_until_a_win(learner: MLXPlayer, tasks: Sequence[Task], chosen: Sequence[int], rates: Sequence[float],
+                        seeds: range, config: RestConfig, round_number: int,
+                        progress: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Sample the chosen tiers; while no game is won, retry on the easiest untried tier (fresh salts, same seeds)."""
+    records: list[dict[str, Any]] = []
+    attempts: list[dict[str, Any]] = []
+    tiers = list(chosen)
+    tried = list(chosen)
+    while True:
+        played = _play_tasks(learner, [tasks[t] for t in tiers], seeds, config.samples_per_seed,
+                             len(attempts) * config.samples_per_seed, progress)
+        wins = sum(_learner_won(r, learner.spec) for r in played)
+        attempts.append({"tiers": tiers, "games": len(played), "wins": wins})
+        records += played
+        lower = None if wins else easier_task(rates, tried)
+        if lower is None:
+            if not wins:
+                print(f"round {round_number}: no game won at any tier of the curriculum; train@r{round_number} "
+                      "will keep the previous weights unless earlier wins can be replayed", file=sys.stderr)
+            return records, attempts
+        print(f"round {round_number}: no game won at tiers {tiers}; lowering the difficulty to tier {lower} "
+              f"({tasks[lower].label})", file=sys.stderr)
+        tiers = [lower]
+        tried.append(lower)
+
+
 def sample_round(snapshot: str | Path, game: str, config: RestConfig, curriculum: CurriculumConfig,
                  seeds: SeedsConfig, round_number: int, out_dir: str | Path, progress: bool = True) -> dict[str, Any]:
     """rollouts@r (ReST): choose the round's tiers by probing, sample K games per seed there; write the shard.
@@ -148,31 +174,11 @@ def sample_round(snapshot: str | Path, game: str, config: RestConfig, curriculum
     until some game is won). Every attempt is kept in the shard and listed in ``curriculum.json``.
     """
     learner = MLXPlayer(snapshot, config.player_config)
-    chosen, record = plan_round(learner, game, seeds, curriculum, progress=progress)
-    tasks = ladder(curriculum, game)
+    _, record = plan_round(learner, game, seeds, curriculum, progress=progress)
     rates = [row["win_rate"] or 0.0 for row in record["tasks"]]
     block = rest_seeds(seeds, config, round_number)
-    attempt_tasks = chosen
-    tried = [task.tier for task in chosen]
-    records: list[dict[str, Any]] = []
-    attempts = []
-    while True:
-        played = _play_tasks(learner, attempt_tasks, block, config.samples_per_seed,
-                             len(attempts) * config.samples_per_seed, progress)
-        wins = sum(_learner_won(r, learner.spec) for r in played)
-        attempts.append({"tiers": [t.tier for t in attempt_tasks], "games": len(played), "wins": wins})
-        records += played
-        if wins:
-            break
-        lower = easier_task(rates, tried)
-        if lower is None:
-            print(f"round {round_number}: no game won at any tier of the curriculum; train@r{round_number} "
-                  "will keep the previous weights unless earlier wins can be replayed", file=sys.stderr)
-            break
-        print(f"round {round_number}: no game won at tiers {[t.tier for t in attempt_tasks]}; lowering the "
-              f"difficulty to tier {lower} ({tasks[lower].label})", file=sys.stderr)
-        attempt_tasks = [tasks[lower]]
-        tried.append(lower)
+    records, attempts = _sample_until_a_win(learner, ladder(curriculum, game), record["chosen"], rates, block,
+                                            config, round_number, progress)
     record.update(round=round_number, seeds=[block.start, block.stop], samples_per_seed=config.samples_per_seed,
                   attempts=attempts)
     with atomic_dir(out_dir) as tmp:
@@ -272,7 +278,8 @@ def check_game(game: Mapping[str, Any], view: str, allow_forfeit: bool) -> list[
 def select_wins(records: Sequence[Mapping[str, Any]], learner_spec: str, config: RestConfig,
                 round_number: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The round's verified, deduplicated wins, and counts of what was played, won, forfeited and rejected."""
-    stats = {"games": len(records), "errored": 0, "won": 0, "won_by_forfeit": 0, "duplicates": 0, "rejected": 0}
+    stats = {"games": len(records), "errored": 0, "won": 0, "won_by_forfeit": 0, "without_decisions": 0,
+             "duplicates": 0, "rejected": 0}
     rejections: list[str] = []
     kept: dict[tuple[str, int], dict[str, Any]] = {}
     for record in records:
@@ -287,6 +294,9 @@ def select_wins(records: Sequence[Mapping[str, Any]], learner_spec: str, config:
             if not config.keep_forfeit_wins:
                 continue
         game = won_game(record, learner_spec, config.view, round_number)
+        if not game["rows"]:  # e.g. the opponent forfeited before the learner's first move: nothing to learn
+            stats["without_decisions"] += 1
+            continue
         if game_key(game) in kept:
             stats["duplicates"] += 1
             continue
@@ -458,7 +468,9 @@ def empty_win_set(out_dir: str | Path) -> dict[str, Any]:
     """train0: round 0's training output, an empty win set, so round 1 has an earlier (empty) replay buffer."""
     with atomic_dir(out_dir) as tmp:
         write_win_set(tmp / DATA_DIR, [], [], [])
-        summary = {"round": 0, "loop": "rest", "rows": 0, "games": 0, "updated": False}
+        summary = {"round": 0, "loop": "rest", "init": None, "updated": False, "forfeit_fraction": 0.0,
+                   **dict.fromkeys(("games", "rows", "fresh_games", "fresh_rows", "replay_games", "replay_rows",
+                                    "won_games", "played_games"), 0)}
         (tmp / SUMMARY_FILE).write_text(dump_json(summary))
         write_meta(tmp, inputs={})
     return summary
