@@ -20,6 +20,7 @@ from arena.errors import ArenaError
 # params.yaml sections dvc.yaml lists under some stage's `params:` (DVC itself refuses a missing one).
 REQUIRED_SECTIONS = (
     "base", "seeds", "probe", "rollouts", "eval", "baseline", "selfplay", "train", "pool", "roundeval", "rounds",
+    "loop", "rest", "curriculum",
 )
 # Sections a user may add: a frontier player's client settings, and a second tournament's players.
 OPTIONAL_SECTIONS = ("frontier", "tournament")
@@ -33,6 +34,7 @@ PLAYER_LISTS = {"rollouts": ("players",), "baseline": ("players", "frontier"), "
 def _loaders() -> dict[str, Callable[[Mapping[str, Any]], Any]]:
     """Each section's loader: the config class its stage builds it with (imported late: some pull in mlx)."""
     from arena.basemodel import BaseConfig
+    from arena.curriculum import CurriculumConfig
     from arena.evaluate import TournamentConfig
     from arena.players.frontier import FrontierConfig
     from arena.pool import PoolConfig
@@ -41,6 +43,7 @@ def _loaders() -> dict[str, Callable[[Mapping[str, Any]], Any]]:
     from arena.roundeval import RoundEvalConfig
     from arena.seeds import SeedsConfig
     from arena.tournament import EvalConfig
+    from arena.train.rest import RestConfig, check_loop
     from arena.train.selfplay import SelfPlayConfig, TrainConfig
 
     def section(cls: type, name: str) -> Callable[[Mapping[str, Any]], Any]:
@@ -58,6 +61,9 @@ def _loaders() -> dict[str, Callable[[Mapping[str, Any]], Any]]:
         "pool": section(PoolConfig, "pool"),
         "roundeval": section(RoundEvalConfig, "roundeval"),
         "rounds": lambda params: check_rounds(params.get("rounds")),
+        "loop": check_loop,
+        "rest": section(RestConfig, "rest"),
+        "curriculum": section(CurriculumConfig, "curriculum"),
         "frontier": section(FrontierConfig, "frontier"),
         "tournament": section(TournamentConfig, "tournament"),
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,8 +45,12 @@ def _headline(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def evaluate_round(snapshot: str | Path, pool_file: str | Path | None, round_number: int, config: RoundEvalConfig,
-                   eval_config: EvalConfig, reserved: list[range], out_file: str | Path) -> dict[str, Any]:
-    """Score ``snapshot`` against each fixed baseline on the first ``games`` held-out seeds; write the metrics."""
+                   eval_config: EvalConfig, reserved: list[range], out_file: str | Path,
+                   extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Score ``snapshot`` against each fixed baseline on the first ``games`` held-out seeds; write the metrics.
+
+    ``extra`` (e.g. a ReST round's curriculum tiers and win-set size) is recorded alongside, never scored here.
+    """
     seeds = range(eval_config.seeds.start, eval_config.seeds.start + config.games)
     require(seeds.stop <= eval_config.seeds.stop, "roundeval.games", config.games,
             f"must fit in eval.seeds ({len(eval_config.seeds)} seeds)")
@@ -67,5 +72,6 @@ def evaluate_round(snapshot: str | Path, pool_file: str | Path | None, round_num
         if pool_file is not None:
             average = pool_average_policy(load_pool(pool_file))
             result["pool_exploitability"] = round(exploitability(average), 6) if average else None
+    result.update(extra or {})
     atomic_write_json(out_file, result)
     return result

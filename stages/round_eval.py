@@ -1,4 +1,4 @@
-"""DVC stage `eval@rN` (and `eval0`): the snapshot vs fixed baselines on held-out seeds, plus exploitability."""
+"""DVC stage `eval@rN` (and `eval0`): the snapshot vs fixed baselines on held-out seeds, exploitability, ReST extras."""
 
 import argparse
 
@@ -8,6 +8,7 @@ from arena.roundeval import RoundEvalConfig, evaluate_round
 from arena.seeds import SeedsConfig
 from arena.stage import checked_params, run
 from arena.tournament import EvalConfig
+from arena.train.rest import round_metrics
 
 
 def main() -> None:
@@ -16,12 +17,15 @@ def main() -> None:
     parser.add_argument("--round", type=int, required=True)
     parser.add_argument("--snapshot", required=True)
     parser.add_argument("--pool")
+    parser.add_argument("--rollouts", help="the round's rollouts (a ReST round's curriculum.json is recorded)")
+    parser.add_argument("--trained", help="the round's training output (a ReST round's win-set size is recorded)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     params = checked_params(args.params)
     reserved = load_section(SeedsConfig, "seeds", params).reserved()
     evaluate_round(args.snapshot, args.pool, args.round, load_section(RoundEvalConfig, "roundeval", params),
-                   EvalConfig.from_dict(params.get("eval"), "eval"), reserved, args.out)
+                   EvalConfig.from_dict(params.get("eval"), "eval"), reserved, args.out,
+                   extra=round_metrics(args.rollouts, args.trained))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""DVC stage `rollouts@rN`: the round's snapshot plays each deal against an opponent drawn from the pool."""
+"""DVC stage `rollouts@rN`: GRPO self-play against the pool, or (loop: rest) the curriculum probe and ReST samples."""
 
 import argparse
 
@@ -18,8 +18,18 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     params = checked_params(args.params)
-    play_round(args.snapshot, args.pool, load_section(SelfPlayConfig, "selfplay", params),
-               load_section(SeedsConfig, "seeds", params), args.round, args.out)
+    selfplay = load_section(SelfPlayConfig, "selfplay", params)
+    seeds = load_section(SeedsConfig, "seeds", params)
+    from arena.train.rest import check_loop
+
+    if check_loop(params) == "rest":
+        from arena.curriculum import CurriculumConfig
+        from arena.train.rest import RestConfig, sample_round
+
+        sample_round(args.snapshot, selfplay.game, load_section(RestConfig, "rest", params),
+                     load_section(CurriculumConfig, "curriculum", params), seeds, args.round, args.out)
+    else:
+        play_round(args.snapshot, args.pool, selfplay, seeds, args.round, args.out)
 
 
 if __name__ == "__main__":

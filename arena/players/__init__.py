@@ -1,11 +1,11 @@
-"""Player specs: random, first, oracle, staller, spammer, mlx:PATH and openai:MODEL@URL, built by make_player."""
+"""Player specs: random, first, oracle, eps-oracle:EPS, staller, spammer, mlx:PATH, openai:MODEL@URL (make_player)."""
 
 from __future__ import annotations
 
 from arena.errors import ArenaError
 from arena.players.base import Decision, Observation, Player
 
-SPEC_HELP = "random, first, oracle, staller, spammer, mlx:PATH or openai:MODEL@BASE_URL"
+SPEC_HELP = "random, first, oracle, eps-oracle:EPS (EPS in [0, 1]), staller, spammer, mlx:PATH or openai:MODEL@BASE_URL"
 
 __all__ = ["SPEC_HELP", "Decision", "Observation", "Player", "make_player"]
 
@@ -30,8 +30,13 @@ def make_player(spec: str, *, mlx_config=None, frontier_config=None, check: bool
         if check:
             player.check_endpoint()
         return player
-    from arena.players.scripted import SCRIPTED, make_scripted
+    from arena.players.scripted import EPS_ORACLE, SCRIPTED, make_scripted
 
     if spec in SCRIPTED:
         return make_scripted(spec)
+    if spec.startswith(EPS_ORACLE):
+        try:
+            return make_scripted(spec)
+        except ValueError as error:
+            raise ArenaError(str(error)) from None
     raise ArenaError(f"unknown player spec {spec!r}; expected {SPEC_HELP}")

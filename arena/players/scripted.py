@@ -1,4 +1,4 @@
-"""Scripted players: uniform random, first legal, exact oracles per game, and degenerate policies for audits.
+"""Scripted players: uniform random, first legal, exact oracles per game (also diluted), degenerate policies.
 
 Every sampling choice draws from a ``random.Random`` seeded by the player's name and the observation's
 ``sample_key`` alone, so a decision never depends on what else is batched or on the global ``random``.
@@ -222,14 +222,77 @@ class OraclePlayer(ScriptedPlayer):
         raise ValueError(f"the oracle has no policy for game {observation.game_id!r}")
 
 
+EPS_ORACLE = "eps-oracle:"
+
+
+def parse_epsilon(spec: str) -> float:
+    """The epsilon of an ``eps-oracle:EPS`` spec; a ValueError names the spec and the allowed range."""
+    text = spec[len(EPS_ORACLE):] if spec.startswith(EPS_ORACLE) else None
+    try:
+        epsilon = float(text) if text is not None else math.nan
+    except ValueError:
+        epsilon = math.nan
+    if not 0.0 <= epsilon <= 1.0:  # also rejects NaN
+        raise ValueError(f"player spec {spec!r} is invalid: write eps-oracle:EPS with EPS a number in [0, 1] "
+                         "(1 plays uniformly at random, 0 is the oracle)")
+    return epsilon
+
+
+class EpsOraclePlayer(ScriptedPlayer):
+    """The oracle, diluted: with probability ``epsilon`` a uniformly random legal move, else the oracle's move.
+
+    A ladder of epsilons is a ladder of opponent strengths (1 = ``random``'s policy, 0 = ``oracle``'s) for
+    curricula. The coin and the random move come from this player's own stream (named by its spec); the
+    oracle's own mixed choices (Kuhn) come from the oracle's stream, so the two are independent.
+    """
+
+    helpers = (parse_epsilon, OraclePlayer, *OraclePlayer.helpers)
+
+    def __init__(self, epsilon: float, spec: str | None = None) -> None:
+        # The spec is kept as written (records and summaries look players up by it); the sampling stream is
+        # named by the value, so "eps-oracle:1" and "eps-oracle:1.0" play identically.
+        self.spec = spec or f"{EPS_ORACLE}{epsilon!r}"
+        self.epsilon = parse_epsilon(self.spec)
+        if self.epsilon != epsilon:
+            raise ValueError(f"player spec {self.spec!r} does not match epsilon {epsilon!r}")
+        self.stream = f"{EPS_ORACLE}{self.epsilon!r}"
+        self.oracle = OraclePlayer()
+
+    def config(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon}
+
+    def act(self, observation: Observation) -> Decision:
+        rng = sample_rng(self.stream, observation.sample_key)
+        if rng.random() < self.epsilon:
+            legal = observation.legal_actions
+            return Decision(action=legal[rng.randrange(len(legal))])
+        return self.oracle.act(observation)
+
+
 SCRIPTED: dict[str, type[ScriptedPlayer]] = {
     cls.spec: cls for cls in (RandomPlayer, FirstPlayer, OraclePlayer, StallerPlayer, SpammerPlayer)
 }
 
 
+def is_scripted(spec: str) -> bool:
+    """Whether ``spec`` names a scripted player (a fixed name, or a well-formed ``eps-oracle:EPS``)."""
+    if spec in SCRIPTED:
+        return True
+    if isinstance(spec, str) and spec.startswith(EPS_ORACLE):
+        try:
+            parse_epsilon(spec)
+        except ValueError:
+            return False
+        return True
+    return False
+
+
 def make_scripted(name: str) -> ScriptedPlayer:
-    """A scripted player by name; a ValueError lists the known names otherwise."""
+    """A scripted player by name (or ``eps-oracle:EPS``); a ValueError lists the known names otherwise."""
+    if name.startswith(EPS_ORACLE):
+        return EpsOraclePlayer(parse_epsilon(name), name)
     try:
         return SCRIPTED[name]()
     except KeyError:
-        raise ValueError(f"unknown scripted player {name!r}; known: {sorted(SCRIPTED)}") from None
+        raise ValueError(f"unknown scripted player {name!r}; known: {sorted(SCRIPTED)} "
+                         f"or {EPS_ORACLE}EPS (EPS in [0, 1])") from None
