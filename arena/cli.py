@@ -125,15 +125,17 @@ def replay(shards) -> None:
 
 @main.command()
 @click.argument("games", nargs=-1)
-@click.option("--games-per-check", default=400, show_default=True, type=int)
-@click.option("--kuhn-games-per-check", default=4000, show_default=True, type=int)
-@click.option("--seed", default=5_000_000, show_default=True, type=int)
+@click.option("--games-per-check", type=int, help="games per check (default: the probe section's default)")
+@click.option("--kuhn-games-per-check", type=int, help="games per Kuhn check (judged in chips, so more)")
+@click.option("--seed", type=int, help="first deal seed of the audit")
 def probe(games, games_per_check, kuhn_games_per_check, seed) -> None:
     """Reward audit: prove degenerate policies cannot score in GAMES (default: all); exit 1 on any violation."""
     from arena.probe import ProbeConfig, print_checks, run_probe
 
-    config = ProbeConfig(**({"games": tuple(games)} if games else {}), games_per_check=games_per_check,
-                         kuhn_games_per_check=kuhn_games_per_check, seed=seed)
+    # Only what was given overrides ProbeConfig, so its defaults live in one place.
+    given = {"games": tuple(games) or None, "games_per_check": games_per_check,
+             "kuhn_games_per_check": kuhn_games_per_check, "seed": seed}
+    config = ProbeConfig(**{key: value for key, value in given.items() if value is not None})
     checks = run_probe(config, progress=True)
     print_checks(checks)
     sys.exit(0 if all(c.passed for c in checks) else 1)
@@ -148,14 +150,14 @@ def leaderboard(archives, as_json) -> None:
 
     from rich.console import Console
 
+    from arena.publish import leaderboard_from
     from arena.report import render_table
-    from arena.tournament import build_leaderboard, load_archive, load_excluded
 
     archives = archives or tuple(str(p) for p in (Path("artifacts/scores/baseline"), Path("artifacts/scores/final"))
                                  if p.is_dir())
     if not archives:
         raise ArenaError("no score-card archive found; run `dvc repro` first or pass archive directories")
-    board = build_leaderboard(load_archive(archives), excluded=load_excluded(archives))
+    board = leaderboard_from(archives)
     if as_json:
         click.echo(json.dumps(board, indent=2, sort_keys=True))
     else:

@@ -46,10 +46,15 @@ def round_history(eval_files: Sequence[str | Path], leaderboard: dict[str, Any],
     return rows
 
 
+def leaderboard_from(archives: Sequence[str | Path]) -> dict[str, Any]:
+    """The leaderboard of the score-card archives, with the players they left out."""
+    return build_leaderboard(load_archive(archives), excluded=load_excluded(archives))
+
+
 def publish(archives: Sequence[str | Path], eval_files: Sequence[str | Path], scores_dir: str | Path,
             report_dir: str | Path, baseline: str = "random") -> dict[str, Any]:
     """Build every published view from the score-card archives (and per-round evals); return the leaderboard."""
-    leaderboard = build_leaderboard(load_archive(archives), excluded=load_excluded(archives))
+    leaderboard = leaderboard_from(archives)
     scores = Path(scores_dir)
     write_leaderboard(scores / "leaderboard.json", leaderboard)
     atomic_write_json(scores / "metrics.json", headline(leaderboard))
