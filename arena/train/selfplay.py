@@ -26,6 +26,7 @@ from arena.players.mlx import MLXPlayer, MLXPlayerConfig
 from arena.pool import load_pool, sample_opponents
 from arena.rollouts import SHARD_FILE, read_shard, write_shard
 from arena.seeds import SeedsConfig
+from arena.train.fuse import save_fused
 
 METHODS = ("full", "lora")
 LR_DECAYS = ("constant", "inverse_sqrt")
@@ -343,8 +344,7 @@ def _save_round(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log
                 "lora_parameters": {"rank": config.lora_rank, "scale": config.lora_scale, "dropout": 0.0},
             }, sort_keys=True, indent=2) + "\n")
         else:
-            weights = dict(sorted(tree_flatten(policy.model.parameters())))
-            mx.save_safetensors(str(tmp / "weights.safetensors"), weights, metadata={"format": "mlx"})
+            save_fused(policy.model, tmp / "weights.safetensors")
         (tmp / "train_log.jsonl").write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in log))
         (tmp / "summary.json").write_text(json.dumps(summary, sort_keys=True, indent=2) + "\n")
         write_meta(tmp, inputs=inputs, config=as_dict(config))
