@@ -1,7 +1,8 @@
-"""The in-process BLAS choice: OpenBLAS when it runs here, a probe that never risks the parent, an opt-out."""
+"""The in-process BLAS choice: OpenBLAS with a fixed kernel when it runs here, a safe probe, an opt-out."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,30 +21,43 @@ def _blas_in_child(**env):
     return json.loads(out.stdout)
 
 
-def test_openblas_is_loaded_with_one_thread():
+def test_openblas_is_loaded_with_one_thread_and_the_fixed_kernel():
     info = blas.blas_info()
     assert info["blas"].startswith("OpenBLAS"), info
     assert info["threads"] == "1"
+    assert info["coretype"] == blas.DEFAULT_CORETYPE
 
 
 def test_reference_blas_on_request():
     assert _blas_in_child(ARENA_BLAS="reference")["blas"] == "reference"
 
 
+def test_a_coretype_set_by_the_machine_does_not_change_the_kernel():
+    assert _blas_in_child(OPENBLAS_CORETYPE="Prescott")["coretype"] == blas.DEFAULT_CORETYPE
+
+
 def test_probe_rejects_a_library_that_cannot_run(tmp_path):
     fake = tmp_path / "libopenblas.so.0"
     fake.write_bytes(b"not a shared library")
-    assert not blas._runs_here(fake)
+    assert not blas.runs_here(fake)
     assert not list(tmp_path.glob("ok-*"))  # a failed probe is not remembered as a success
 
 
-def test_probe_accepts_the_real_library_and_remembers(tmp_path):
-    source = blas._openblas_source()
-    libs = blas._mlx_libs_dir()
-    if source is None or libs is None:
-        pytest.skip("cmeel-openblas is not installed")
-    lib = Path(tmp_path) / "copy" / "libopenblas.so.0"
-    lib.parent.mkdir()
-    lib.write_bytes(blas._patched_copy(source, libs).read_bytes())
-    assert blas._runs_here(lib)
+def test_probe_accepts_the_renamed_library_and_remembers(tmp_path):
+    source = blas.openblas_source()
+    assert source is not None, "scipy-openblas32 must be installed on Linux"
+    lib = blas.renamed_copy(source, tmp_path / "copy")
+    assert blas.runs_here(lib)
     assert list(lib.parent.glob("ok-*"))
+
+
+@pytest.mark.skipif(shutil.which("nm") is None, reason="binutils' nm is not installed")
+def test_every_blas_symbol_mlx_imports_is_renamed():
+    import mlx.core as mx
+
+    libmlx = Path(mx.__file__).parent / "lib" / "libmlx.so"
+    out = subprocess.run(["nm", "-D", "--undefined-only", str(libmlx)], capture_output=True, text=True, check=True)
+    imported = {line.split()[-1] for line in out.stdout.splitlines()}
+    blas_like = {name for name in imported if name.startswith("cblas_") or (name.endswith("_") and
+                                                                            not name.startswith("_"))}
+    assert blas_like == set(blas.MLX_BLAS_SYMBOLS)
