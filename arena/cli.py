@@ -8,7 +8,7 @@ import sys
 import click
 
 import arena  # noqa: F401 -- loads OpenBLAS before anything imports mlx
-from arena.errors import ArenaError
+from arena.core.errors import ArenaError
 
 
 class _Group(click.Group):
@@ -32,7 +32,7 @@ def main() -> None:
 @click.argument("path", type=click.Path())
 def pin(path: str) -> None:
     """Print the pin (model hash x quant x config hash + versions) of the model directory PATH as JSON."""
-    from arena.pins import model_pin
+    from arena.core.pins import model_pin
 
     click.echo(json.dumps(model_pin(path), indent=2, sort_keys=True))
 
@@ -42,8 +42,9 @@ def pin(path: str) -> None:
 @click.option("--out", default="artifacts/models/base", show_default=True, help="output model directory")
 def base(params: str, out: str) -> None:
     """Build the base model (embedded tiny model, or a local/hub one) as the `base` stage does."""
-    from arena.basemodel import BaseConfig, build_base
-    from arena.config import load_section
+    from arena.core.config import load_section
+    from arena.train.basemodel import build_base
+    from arena.train.config import BaseConfig
 
     meta = build_base(load_section(BaseConfig, "base", params), out)
     click.echo(json.dumps(meta["pin"], indent=2, sort_keys=True))
@@ -76,12 +77,12 @@ def _variant(pairs: tuple[str, ...]) -> dict:
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
 def play(game, p0, p1, games, seed, variant, temperature, view, concurrency, out, as_json) -> None:
     """Play GAMES games of GAME between two players and print the score."""
-    from arena.games import get_spec
-    from arena.match import duplicate_schedule, timed_match
-    from arena.players import make_player
-    from arena.players.mlx import MLXPlayerConfig
-    from arena.rollouts import write_shard
-    from arena.stats import summarize_match
+    from arena.games.registry import get_spec
+    from arena.play.match import duplicate_schedule, timed_match
+    from arena.play.records import write_shard
+    from arena.play.stats import summarize_match
+    from arena.players.build import make_player
+    from arena.players.config import MLXPlayerConfig
 
     get_spec(game)
     if games < 1:
@@ -101,7 +102,7 @@ def play(game, p0, p1, games, seed, variant, temperature, view, concurrency, out
     else:
         from rich.console import Console
 
-        from arena.report import render_match
+        from arena.report.html import render_match
 
         Console().print(render_match(summary, players[0].spec, players[1].spec))
 
@@ -110,7 +111,7 @@ def play(game, p0, p1, games, seed, variant, temperature, view, concurrency, out
 @click.argument("shards", nargs=-1, required=True, type=click.Path())
 def replay(shards) -> None:
     """Re-play every game in each SHARD (games.jsonl or its directory) and check its transcript digest."""
-    from arena.rollouts import read_shard, verify_records
+    from arena.play.records import read_shard, verify_records
 
     failed = 0
     for shard in shards:
@@ -130,7 +131,8 @@ def replay(shards) -> None:
 @click.option("--seed", type=int, help="first deal seed of the audit")
 def probe(games, games_per_check, kuhn_games_per_check, seed) -> None:
     """Reward audit: prove degenerate policies cannot score in GAMES (default: all); exit 1 on any violation."""
-    from arena.probe import ProbeConfig, print_checks, run_probe
+    from arena.play.config import ProbeConfig
+    from arena.play.probe import print_checks, run_probe
 
     # Only what was given overrides ProbeConfig, so its defaults live in one place.
     given = {"games": tuple(games) or None, "games_per_check": games_per_check,
@@ -150,8 +152,8 @@ def leaderboard(archives, as_json) -> None:
 
     from rich.console import Console
 
-    from arena.publish import leaderboard_from
-    from arena.report import render_table
+    from arena.report.html import render_table
+    from arena.report.publish import leaderboard_from
 
     archives = archives or tuple(str(p) for p in (Path("artifacts/scores/baseline"), Path("artifacts/scores/final"))
                                  if p.is_dir())
@@ -171,9 +173,10 @@ def leaderboard(archives, as_json) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print JSON only (info set -> P(bet or call))")
 def kuhn_policy(model_dir, temperature, view, as_json) -> None:
     """Print MODEL_DIR's probability of betting/calling at each of Kuhn's 12 information sets."""
-    from arena.kuhn import exploitability
-    from arena.kuhn_model import model_policy
-    from arena.players.mlx import MLXPlayer, MLXPlayerConfig
+    from arena.games.kuhn_theory import exploitability
+    from arena.players.config import MLXPlayerConfig
+    from arena.players.mlx import MLXPlayer
+    from arena.players.policy import model_policy
 
     policy = model_policy(MLXPlayer(model_dir, MLXPlayerConfig(view=view, temperature=temperature)))
     click.echo(json.dumps(policy, indent=2))
@@ -185,8 +188,8 @@ def kuhn_policy(model_dir, temperature, view, as_json) -> None:
 @click.argument("policy_file", type=click.Path())
 def exploitability_command(policy_file) -> None:
     """Exact exploitability (NashConv/2) of a Kuhn policy JSON (info set -> P(bet or call))."""
-    from arena.artifacts import dump_json
-    from arena.kuhn import PolicyError, exploitability_report, load_policy
+    from arena.core.artifacts import dump_json
+    from arena.games.kuhn_theory import PolicyError, exploitability_report, load_policy
 
     try:
         report = exploitability_report(load_policy(policy_file))
@@ -199,7 +202,7 @@ def exploitability_command(policy_file) -> None:
 @click.option("--repo", default=".", show_default=True, type=click.Path(exists=True, file_okay=False))
 def repro_check(repo) -> None:
     """Rebuild every stage (`dvc repro --force`); exit 1 unless dvc.lock and committed scores are byte-identical."""
-    from arena.reproduce import reproduction_check
+    from arena.eval.reproduce import reproduction_check
 
     result = reproduction_check(repo)
     if result.ok:
@@ -216,8 +219,8 @@ def repro_check(repo) -> None:
 @click.argument("path", default="params.yaml", type=click.Path())
 def check_params(path: str) -> None:
     """Validate every params section and the seed plan across them; exit 2 on the first problem."""
-    from arena.config import load_params
-    from arena.params_check import validate_all
+    from arena.core.config import load_params
+    from arena.pipeline.params import validate_all
 
     validate_all(load_params(path))
     click.echo(f"{path}: ok")
@@ -229,7 +232,7 @@ def check_params(path: str) -> None:
 @click.option("--repair", is_flag=True, help="delete corrupt DVC cache objects so `dvc repro` rebuilds them")
 def check_artifacts(artifacts_dir: str, dvc_cache: str, repair: bool) -> None:
     """Check artifacts against their meta.json digests and DVC cache objects against their md5 names."""
-    from arena.integrity import verify_artifacts, verify_dvc_cache
+    from arena.core.integrity import verify_artifacts, verify_dvc_cache
 
     problems = verify_artifacts(artifacts_dir) + verify_dvc_cache(dvc_cache, repair=repair)
     for problem in problems:
@@ -245,7 +248,7 @@ def check_artifacts(artifacts_dir: str, dvc_cache: str, repair: bool) -> None:
 @click.option("--no-fetch", is_flag=True, help="never fetch a missing model from the DVC remote")
 def verify(scorecards, repo, strict, no_fetch) -> None:
     """Re-derive each published SCORECARD from its pins: locate models by digest, check pins, re-play, compare."""
-    from arena.verify import verify_scorecard
+    from arena.eval.verify import verify_scorecard
 
     failed = 0
     for card in scorecards:

@@ -8,9 +8,9 @@ peak RSS -- the largest resident set of any process in its tree -- is read from 
 
   blas       MLX sgemm GFLOP/s with arena's in-process OpenBLAS vs numpy's sgemm on the same shapes
              (target >= 0.8x); MLX with its bundled reference BLAS (ARENA_BLAS=reference, a subprocess) for context.
-  rollouts   Kuhn games/s of arena.match.play_match (64 concurrent games, MLXPlayer vs random) vs a naive loop
+  rollouts   Kuhn games/s of arena.play.match.play_match (64 concurrent games, MLXPlayer vs random) vs a naive loop
              calling mlx_lm.generate once per move on the same model (target >= 10x).
-  hashing    blake3 pin (arena.hashing.digest_file, uncached) vs hashlib md5 (DVC's hash) of a 1 GiB file
+  hashing    blake3 pin (arena.core.hashing.digest_file, uncached) vs hashlib md5 (DVC's hash) of a 1 GiB file
              (target >= 5x); a cached re-pin of the unchanged file (target <= 10 ms).
   pipeline   a no-op ``dvc repro`` of the repository's pipeline, only when ``dvc status -q`` says it is up to
              date (target <= 2 s); ``dvc --version`` (DVC's start-up alone) for context.
@@ -187,7 +187,7 @@ def reference_blas_gflops(shapes: Sequence[Sequence[int]], reps: int, budget_s: 
 def figure_blas(quick: bool) -> list[Row]:
     import numpy as np
 
-    from arena.blas import blas_info
+    from arena.core.blas import blas_info
 
     # 2048x768x768: a transformer-sized product; 168x128x384: the embedded model's MLP up-projection on a
     # Kuhn scoring batch (12 distinct prompts x 14 tokens, hidden 128, ffn 384).
@@ -250,7 +250,8 @@ def base_model() -> Iterator[tuple[Path, str]]:
     if (built / "config.json").exists():
         yield built, "artifacts/models/base"
         return
-    from arena.basemodel import BaseConfig, build_base
+    from arena.train.basemodel import build_base
+    from arena.train.config import BaseConfig
 
     with tempfile.TemporaryDirectory(prefix="arena-bench-") as tmp:
         build_base(BaseConfig(), Path(tmp) / "base")
@@ -280,15 +281,15 @@ class NaiveStats:
 def naive_games(model, tokenizer, schedule, view: str, max_tokens: int, stats: NaiveStats) -> None:
     """Play the schedule game by game, one ``mlx_lm.generate`` call per model move (the unbatched baseline).
 
-    Seats and the random opponent's draws follow arena.match exactly, so these are the same games. Generated
+    Seats and the random opponent's draws follow arena.play.match exactly, so these are the same games. Generated
     text that names no legal action is replaced by the first legal action (counted in ``stats``).
     """
     import mlx_lm
     from mlx_lm.sample_utils import make_sampler
 
-    from arena.games import make_game
-    from arena.match import sample_key
-    from arena.players import make_player
+    from arena.games.registry import make_game
+    from arena.play.match import sample_key
+    from arena.players.build import make_player
     from arena.players.mlx import prompt_text
 
     opponent = make_player("random")
@@ -318,8 +319,8 @@ def naive_games(model, tokenizer, schedule, view: str, max_tokens: int, stats: N
 def figure_rollouts(quick: bool) -> list[Row]:
     import mlx.core as mx
 
-    from arena.match import duplicate_schedule, play_match
-    from arena.players import make_player
+    from arena.play.match import duplicate_schedule, play_match
+    from arena.players.build import make_player
     from arena.players.mlx import MLXPlayer
 
     ours_games, naive_count, reps = (64, 8, 1) if quick else (512, 64, 3)
@@ -352,7 +353,7 @@ def figure_rollouts(quick: bool) -> list[Row]:
             f"{stats.generated_moves} generated moves named no legal action, so the first legal action was played "
             f"instead; model: {model_label}")
     return [throughput_row("rollouts", f"Kuhn games/s, {concurrency} concurrent vs random", "games/s",
-                           ours_rate, naive_rate, ("arena.match.play_match", "naive generate loop"), 10.0, note,
+                           ours_rate, naive_rate, ("arena.play.match.play_match", "naive generate loop"), 10.0, note,
                            paired_speedup(times["ours"], times["naive"], ours_games, naive_count),
                            samples_ours=times["ours"], samples_reference=times["naive"],
                            naive_illegal=stats.illegal_moves, naive_generated=stats.generated_moves)]
@@ -384,7 +385,7 @@ def md5_file(path: Path, chunk: int = MiB) -> str:
 
 
 def figure_hashing(quick: bool) -> list[Row]:
-    from arena.hashing import HashCache, digest_file
+    from arena.core.hashing import HashCache, digest_file
 
     size, reps, hits = (32 * MiB, 3, 20) if quick else (1024 * MiB, 3, 50)
     with tempfile.TemporaryDirectory(prefix="arena-bench-") as tmp:
@@ -465,9 +466,10 @@ def figure_pipeline(quick: bool) -> list[Row]:
 
 def kuhn_decisions(player, deals: int):
     """The player's decisions in Kuhn self-play rollouts against random (two plays of each deal), with advantages."""
-    from arena.match import play_match
-    from arena.players import make_player
-    from arena.train.selfplay import TrainConfig, learner_decisions, selfplay_schedule
+    from arena.play.match import play_match
+    from arena.players.build import make_player
+    from arena.train.config import TrainConfig
+    from arena.train.grpo.round import learner_decisions, selfplay_schedule
 
     schedule = selfplay_schedule(range(KUHN_EVAL_SEED, KUHN_EVAL_SEED + deals), 2)
     records = play_match("kuhn", (player, make_player("random")), schedule, progress=False)
@@ -507,7 +509,8 @@ def figure_training(quick: bool) -> list[Row]:
     from mlx_lm.tuner.utils import linear_to_lora_layers
 
     from arena.players.mlx import MLXPlayer, load_model
-    from arena.train.selfplay import GRPOUpdate, TrainConfig, attach_lora
+    from arena.train.config import TrainConfig
+    from arena.train.grpo.round import GRPOUpdate, attach_lora
 
     # An mlx-lm step on 512 padded examples takes seconds here, arena's a fraction of one: each turn runs a
     # different number of steps of each, and the per-step times are compared.
@@ -644,7 +647,7 @@ def machine() -> dict[str, Any]:
     """Where the figures came from: CPU, cores, memory, load, BLAS, versions."""
     import numpy as np
 
-    from arena.blas import blas_info
+    from arena.core.blas import blas_info
 
     numpy_blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
     mem_kib = _first(Path("/proc/meminfo"), r"^MemTotal:\s+(\d+)")
@@ -719,7 +722,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if row["note"] and row["ours"] is not None:
             print(f"- {row['name']}: {row['note']}")
     if args.json:
-        from arena.artifacts import atomic_write_json
+        from arena.core.artifacts import atomic_write_json
 
         atomic_write_json(args.json, {"quick": args.quick, "machine": host, "rows": rows,
                                       "wall_s": time.perf_counter() - started})

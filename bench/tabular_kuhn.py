@@ -22,9 +22,9 @@ import arena  # noqa: F401  (must load OpenBLAS before anything imports mlx)
 
 # isort: split
 import numpy as np
+from tabular import STUDY_PRESETS, TabularRun, preset, train_tabular
 
-from arena.artifacts import atomic_write_json
-from arena.train.tabular import STUDY_PRESETS, TabularRun, preset, train_tabular
+from arena.core.artifacts import atomic_write_json
 
 UNIFORM_EXPLOITABILITY = 11 / 24
 TARGET = 0.10

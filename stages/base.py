@@ -3,9 +3,10 @@
 import argparse
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
-from arena.basemodel import BaseConfig, build_base
-from arena.config import load_section
-from arena.stage import checked_params, run
+from arena.core.config import load_section
+from arena.pipeline.stage import checked_params, run
+from arena.train.basemodel import build_base
+from arena.train.config import BaseConfig
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
 import argparse
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
-from arena.stage import run
+from arena.pipeline.stage import run
 from arena.train.fuse import fuse_round
 
 

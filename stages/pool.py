@@ -3,10 +3,10 @@
 import argparse
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
-from arena.config import load_section
-from arena.pool import PoolConfig, build_pool
-from arena.stage import checked_params, run
-from arena.train.selfplay import SelfPlayConfig
+from arena.core.config import load_section
+from arena.pipeline.stage import checked_params, run
+from arena.train.config import PoolConfig, SelfPlayConfig
+from arena.train.pool import build_pool
 
 
 def main() -> None:

@@ -4,10 +4,11 @@ import argparse
 import sys
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
-from arena.artifacts import atomic_write_json
-from arena.config import load_section
-from arena.probe import ProbeConfig, print_checks, run_probe
-from arena.stage import checked_params, run
+from arena.core.artifacts import atomic_write_json
+from arena.core.config import load_section
+from arena.pipeline.stage import checked_params, run
+from arena.play.config import ProbeConfig
+from arena.play.probe import print_checks, run_probe
 
 
 def main() -> None:

@@ -4,8 +4,8 @@ import argparse
 from pathlib import Path
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
-from arena.publish import publish
-from arena.stage import run
+from arena.pipeline.stage import run
+from arena.report.publish import publish
 
 
 def main() -> None:

@@ -3,10 +3,11 @@
 import argparse
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
-from arena.config import load_section
-from arena.rollout_stage import RolloutsConfig, build_shard
-from arena.seeds import SeedsConfig
-from arena.stage import checked_params, run
+from arena.core.config import load_section
+from arena.core.seeds import SeedsConfig
+from arena.pipeline.stage import checked_params, run
+from arena.play.config import RolloutsConfig
+from arena.play.shards import build_shard
 
 
 def main() -> None:

@@ -3,12 +3,12 @@
 import argparse
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
-from arena.config import load_section
-from arena.roundeval import RoundEvalConfig, evaluate_round
-from arena.seeds import SeedsConfig
-from arena.stage import checked_params, run
-from arena.tournament import EvalConfig
-from arena.train.rest import round_metrics
+from arena.core.config import load_section
+from arena.core.seeds import SeedsConfig
+from arena.eval.config import EvalConfig, RoundEvalConfig
+from arena.eval.roundeval import evaluate_round
+from arena.pipeline.stage import checked_params, run
+from arena.train.rest.round import round_metrics
 
 
 def main() -> None:

@@ -3,10 +3,11 @@
 import argparse
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
-from arena.config import load_section
-from arena.seeds import SeedsConfig
-from arena.stage import checked_params, run
-from arena.train.selfplay import SelfPlayConfig, play_round
+from arena.core.config import load_section
+from arena.core.seeds import SeedsConfig
+from arena.pipeline.stage import checked_params, run
+from arena.train.config import SelfPlayConfig
+from arena.train.grpo.round import play_round
 
 
 def main() -> None:
@@ -20,11 +21,11 @@ def main() -> None:
     params = checked_params(args.params)
     selfplay = load_section(SelfPlayConfig, "selfplay", params)
     seeds = load_section(SeedsConfig, "seeds", params)
-    from arena.train.rest import check_loop
+    from arena.train.config import check_loop
 
     if check_loop(params) == "rest":
-        from arena.curriculum import CurriculumConfig
-        from arena.train.rest import RestConfig, sample_round
+        from arena.train.config import CurriculumConfig, RestConfig
+        from arena.train.rest.round import sample_round
 
         sample_round(args.snapshot, selfplay.game, load_section(RestConfig, "rest", params),
                      load_section(CurriculumConfig, "curriculum", params), seeds, args.round, args.out)

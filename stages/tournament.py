@@ -3,11 +3,11 @@
 import argparse
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
-from arena.config import load_section
-from arena.evaluate import TournamentConfig, run_stage
-from arena.seeds import SeedsConfig
-from arena.stage import checked_params, run
-from arena.tournament import EvalConfig
+from arena.core.config import load_section
+from arena.core.seeds import SeedsConfig
+from arena.eval.config import EvalConfig, TournamentConfig
+from arena.eval.runner import run_stage
+from arena.pipeline.stage import checked_params, run
 
 
 def main() -> None:

@@ -3,10 +3,10 @@
 import argparse
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
-from arena.config import load_section
-from arena.stage import checked_params, run
-from arena.train.rest import check_loop
-from arena.train.selfplay import SelfPlayConfig, TrainConfig, train_round
+from arena.core.config import load_section
+from arena.pipeline.stage import checked_params, run
+from arena.train.config import SelfPlayConfig, TrainConfig, check_loop
+from arena.train.grpo.round import train_round
 
 
 def main() -> None:
@@ -22,7 +22,8 @@ def main() -> None:
     args = parser.parse_args()
     params = checked_params(args.params)
     if check_loop(params) == "rest":
-        from arena.train.rest import RestConfig, train_rest_round
+        from arena.train.config import RestConfig
+        from arena.train.rest.round import train_rest_round
 
         train_rest_round(args.snapshot, args.base, args.rollouts, args.previous_train, args.round,
                          load_section(RestConfig, "rest", params), args.out)

@@ -3,8 +3,8 @@
 import argparse
 
 import arena  # noqa: F401 -- loads OpenBLAS before mlx
-from arena.stage import run
-from arena.train.rest import empty_win_set
+from arena.pipeline.stage import run
+from arena.train.rest.round import empty_win_set
 
 
 def main() -> None:

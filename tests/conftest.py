@@ -16,7 +16,8 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
 @pytest.fixture(scope="session")
 def base_model_dir(tmp_path_factory) -> Path:
     """The embedded default base model (same bytes as the `base` stage builds), built once."""
-    from arena.basemodel import BaseConfig, build_base
+    from arena.train.basemodel import build_base
+    from arena.train.config import BaseConfig
 
     out = tmp_path_factory.mktemp("models") / "base"
     build_base(BaseConfig(), out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from arena.games import Game, GameResult
+from arena.games.base import Game, GameResult
 from arena.players.base import Player
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from arena.hashing import digest_file, dir_manifest
+from arena.core.hashing import digest_file, dir_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from arena.artifacts import atomic_dir, atomic_write_text, sweep_stale_temps
-from arena.hashing import dir_manifest
+from arena.core.artifacts import atomic_dir, atomic_write_text, sweep_stale_temps
+from arena.core.hashing import dir_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 

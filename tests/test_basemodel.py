@@ -4,10 +4,11 @@ import json
 
 import pytest
 
-from arena.basemodel import BaseConfig, build_base
-from arena.config import ConfigError
-from arena.hashing import digest_dir
-from arena.pins import PinError, model_pin
+from arena.core.config import ConfigError
+from arena.core.hashing import digest_dir
+from arena.core.pins import PinError, model_pin
+from arena.train.basemodel import build_base
+from arena.train.config import BaseConfig
 
 SMALL = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64,
          "vocab_size": 400}
@@ -86,7 +87,7 @@ def test_unreachable_hub_id_is_explained(tmp_path, monkeypatch):
 
 
 def test_failed_build_leaves_nothing(tmp_path, monkeypatch):
-    import arena.basemodel as basemodel
+    import arena.train.basemodel as basemodel
 
     def explode(*args, **kwargs):
         raise RuntimeError("disk full")

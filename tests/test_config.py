@@ -2,8 +2,8 @@
 
 import pytest
 
-from arena.basemodel import BaseConfig
-from arena.config import ConfigError, from_mapping, load_section
+from arena.core.config import ConfigError, from_mapping, load_section
+from arena.train.config import BaseConfig
 
 
 @pytest.mark.parametrize(

@@ -5,12 +5,18 @@ from collections import Counter
 
 import pytest
 
-from arena.config import ConfigError, from_mapping
-from arena.curriculum import (
+from arena.core.config import ConfigError, from_mapping
+from arena.core.errors import ArenaError
+from arena.core.seeds import SeedsConfig
+from arena.games.registry import make_game
+from arena.players.build import make_player
+from arena.players.scripted import EpsOraclePlayer, OraclePlayer, RandomPlayer, make_scripted
+from arena.players.specs import is_scripted
+from arena.train.config import CurriculumConfig
+from arena.train.curriculum import (
     IN_BAND,
     MASTERED,
     TOO_HARD,
-    CurriculumConfig,
     band_status,
     choose_tasks,
     easier_task,
@@ -18,11 +24,6 @@ from arena.curriculum import (
     plan_round,
     probe_seeds,
 )
-from arena.errors import ArenaError
-from arena.games import make_game
-from arena.players import make_player
-from arena.players.scripted import EpsOraclePlayer, OraclePlayer, RandomPlayer, is_scripted, make_scripted
-from arena.seeds import SeedsConfig
 
 # ----------------------------------------------------------------------------------------------- band logic
 

@@ -4,10 +4,11 @@ import json
 
 import pytest
 
-from arena.errors import ArenaError
-from arena.evaluate import TournamentConfig, run_stage
-from arena.publish import publish
-from arena.tournament import EvalConfig, load_archive
+from arena.core.errors import ArenaError
+from arena.eval.config import EvalConfig, TournamentConfig
+from arena.eval.runner import run_stage
+from arena.eval.tournament import load_archive
+from arena.report.publish import publish
 
 EVAL = EvalConfig.from_dict({"games": [{"id": "kuhn", "variant": {"rounds": 2}}], "seeds": [9_000_000, 9_000_040]})
 

@@ -16,21 +16,20 @@ from pathlib import Path
 import pytest
 from fault_server import FaultServer, Reply, closed_port_url
 
-from arena.config import ConfigError, load_section
-from arena.errors import ArenaError
-from arena.paths import cache_dir
-from arena.players.base import Observation
+from arena.core.config import ConfigError, load_section
+from arena.core.errors import ArenaError
+from arena.core.paths import cache_dir
+from arena.games.base import Observation
+from arena.players.config import FrontierConfig
 from arena.players.frontier import (
     MAX_ACTION_CHARS,
     MAX_REPLY_BYTES,
-    FrontierConfig,
-    FrontierError,
     FrontierPlayer,
     parse_action,
     parse_retry_after,
-    parse_spec,
     retry_delay,
 )
+from arena.players.specs import FrontierError, parse_spec
 
 LEGAL = ("[check]", "[bet]")
 # Short timeouts keep the fault tests fast; backoff is real (small) so the gaps between attempts can be measured.

@@ -15,12 +15,13 @@ from click.testing import CliRunner
 from fault_server import FaultServer, Reply
 
 from arena.cli import main
-from arena.match import duplicate_schedule, play_match
-from arena.paths import cache_dir
-from arena.players import make_player
-from arena.players.frontier import MAX_REPLY_BYTES, FrontierConfig, FrontierPlayer
-from arena.rollouts import read_shard, write_shard
-from arena.stats import summarize_match
+from arena.core.paths import cache_dir
+from arena.play.match import duplicate_schedule, play_match
+from arena.play.records import read_shard, write_shard
+from arena.play.stats import summarize_match
+from arena.players.build import make_player
+from arena.players.config import FrontierConfig
+from arena.players.frontier import MAX_REPLY_BYTES, FrontierPlayer
 
 # Always a legal Kuhn move: parse_action takes the first legal action named ([call] facing a bet, else [check]).
 LEGAL_REPLY = "[call] [check]"
@@ -184,8 +185,9 @@ def test_the_key_reaches_the_server_and_nothing_else(tmp_path, monkeypatch, capl
 
 def test_a_tournament_with_a_frontier_player_builds_its_leaderboard(tmp_path):
     """Regression: the pin must not change once the server has answered, or the cards disagree about the player."""
-    from arena.evaluate import TournamentConfig, run_stage
-    from arena.tournament import EvalConfig, build_leaderboard, load_archive
+    from arena.eval.config import EvalConfig, TournamentConfig
+    from arena.eval.runner import run_stage
+    from arena.eval.tournament import build_leaderboard, load_archive
 
     with FaultServer(Reply(content=LEGAL_REPLY)) as server:
         spec = f"openai:m@{server.base_url}"

@@ -11,9 +11,9 @@ import pytest
 import textarena as ta
 from gameplay import play_game
 
-from arena.games import GAMES, get_spec, legal_actions, make_game, replay
 from arena.games.kuhn import seat_payoffs
-from arena.kuhn import DEALS, TERMINALS, info_set_name, terminal_value
+from arena.games.kuhn_theory import DEALS, TERMINALS, info_set_name, terminal_value
+from arena.games.registry import GAMES, get_spec, legal_actions, make_game, replay
 from arena.players.scripted import RandomPlayer, StallerPlayer
 
 RANDOM = RandomPlayer()

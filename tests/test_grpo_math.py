@@ -7,7 +7,7 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
-from arena.train.grpo import (
+from arena.train.grpo.loss import (
     RoleBaseline,
     check_loss_hyperparameters,
     chosen_log_probs,

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from arena.hashing import HashCache, canonical_json, digest_config, digest_dir, digest_file
+from arena.core.hashing import HashCache, canonical_json, digest_config, digest_dir, digest_file
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def test_large_file_streamed_digest_matches_in_memory(tmp_path):
 
 
 def _counting_cache(tmp_path, monkeypatch):
-    import arena.hashing as hashing
+    import arena.core.hashing as hashing
 
     calls = []
     real = hashing._hash_file_uncached

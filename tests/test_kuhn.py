@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from arena.kuhn import (
+from arena.games.kuhn_theory import (
     DEALS,
     INFO_SETS,
     NASH_FIRST_PLAYER_VALUE,

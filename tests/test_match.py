@@ -3,11 +3,13 @@
 import numpy as np
 import pytest
 
-from arena.match import duplicate_schedule, play_match
-from arena.players import make_player
-from arena.players.base import Decision, Observation, Player
-from arena.players.mlx import MLXPlayer, MLXPlayerConfig
-from arena.rollouts import encode_record
+from arena.games.base import Observation
+from arena.play.match import duplicate_schedule, play_match
+from arena.play.records import encode_record
+from arena.players.base import Decision, Player
+from arena.players.build import make_player
+from arena.players.config import MLXPlayerConfig
+from arena.players.mlx import MLXPlayer
 
 GAMES = ["kuhn", "tictactoe", "liarsdice", "nim"]
 
@@ -102,7 +104,7 @@ def test_player_failures_are_errored_games_not_results(mode):
 
 
 def test_missing_model_is_a_clear_error(tmp_path):
-    from arena.errors import ArenaError
+    from arena.core.errors import ArenaError
 
     with pytest.raises(ArenaError, match="model directory not found"):
         make_player(f"mlx:{tmp_path / 'missing'}")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from arena.config import ConfigError, load_params
-from arena.params_check import REQUIRED_SECTIONS, validate_all
+from arena.core.config import ConfigError, load_params
+from arena.pipeline.params import REQUIRED_SECTIONS, validate_all
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = load_params(ROOT / "params.yaml")

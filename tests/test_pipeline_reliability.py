@@ -33,7 +33,7 @@ from repo_copy import (
     temporaries,
 )
 
-from arena.integrity import verify_artifacts, verify_dvc_cache
+from arena.core.integrity import verify_artifacts, verify_dvc_cache
 
 pytestmark = pytest.mark.slow
 

@@ -3,7 +3,8 @@
 import pytest
 
 from arena.games.base import Game
-from arena.probe import ProbeConfig, run_probe
+from arena.play.config import ProbeConfig
+from arena.play.probe import run_probe
 
 
 def _failed(checks):
@@ -41,7 +42,7 @@ def test_probe_passes_on_every_game_at_default_size():
 
 
 def test_probe_config_rejects_unknown_game():
-    from arena.config import ConfigError
+    from arena.core.config import ConfigError
 
     with pytest.raises(ConfigError, match="probe.games = 'chess' is invalid"):
         ProbeConfig(games=("chess",))

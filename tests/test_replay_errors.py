@@ -8,9 +8,9 @@ import pytest
 from click.testing import CliRunner
 
 from arena.cli import main
-from arena.match import duplicate_schedule, play_match
-from arena.players import make_player
-from arena.rollouts import encode_record, write_shard
+from arena.play.match import duplicate_schedule, play_match
+from arena.play.records import encode_record, write_shard
+from arena.players.build import make_player
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Tests for arena.report: the rich table, deterministic PNG plots, and the self-contained HTML in headless Chromium."""
+"""Tests for arena.report.html: the rich table, deterministic PNG plots, the self-contained HTML in headless Chromium."""
 
 import os
 import shutil
@@ -8,12 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from rich.console import Console
-from tourney_fakes import ScriptedPlay
-
-from arena.artifacts import dump_json
-from arena.hashing import digest_bytes
-from arena.report import (
+from arena.report.html.html import (
     PNG_SIGNATURE,
     ReportError,
     build_html,
@@ -24,7 +19,13 @@ from arena.report import (
     validate_rounds,
     write_report,
 )
-from arena.tournament import EvalConfig, build_leaderboard, run_tournament
+from rich.console import Console
+from tourney_fakes import ScriptedPlay
+
+from arena.core.artifacts import dump_json
+from arena.core.hashing import digest_bytes
+from arena.eval.config import EvalConfig
+from arena.eval.tournament import build_leaderboard, run_tournament
 
 STRENGTH = {"oracle": 3.0, "first": 2.0, "random": 1.0, "mlx:artifacts/snapshots/r2": 2.5}
 CHROMIUM_FLAGS = [
@@ -88,7 +89,8 @@ def test_plots_are_byte_identical_across_renders_and_processes(leaderboard, tmp_
     # A fresh interpreter (fresh font cache, fresh matplotlib state) renders the same bytes.
     (tmp_path / "lb.json").write_text(dump_json(leaderboard))
     script = (
-        "import json, sys; from arena.report import plot_head_to_head; from arena.hashing import digest_bytes; "
+        "import json, sys; from arena.report.html import plot_head_to_head; "
+        "from arena.core.hashing import digest_bytes; "
         "print(digest_bytes(plot_head_to_head(json.load(open(sys.argv[1])))))"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from arena.reproduce import reproduction_check
+from arena.eval.reproduce import reproduction_check
 
 DETERMINISTIC = "open('artifacts/score.json', 'w').write('{\"win_rate\": 0.5}')\n"
 NONDETERMINISTIC = "import os\nopen('artifacts/score.json', 'w').write('{\"noise\": %d}' % os.getpid())\n"

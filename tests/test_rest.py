@@ -6,25 +6,24 @@ import json
 import numpy as np
 import pytest
 
-import arena.train.rest as rest
-from arena.basemodel import BaseConfig, build_base
-from arena.config import ConfigError, from_mapping
-from arena.curriculum import CURRICULUM_FILE, CurriculumConfig
-from arena.errors import ArenaError
-from arena.hashing import digest_dir, digest_file
-from arena.match import play_match
+import arena.train.rest.round as rest
+from arena.core.config import ConfigError, from_mapping
+from arena.core.errors import ArenaError
+from arena.core.hashing import digest_dir, digest_file
+from arena.core.seeds import SeedsConfig
+from arena.eval.config import EvalConfig, RoundEvalConfig
+from arena.eval.roundeval import evaluate_round
+from arena.play.match import play_match
+from arena.play.records import read_shard
 from arena.players.mlx import MLXPlayer
 from arena.players.scripted import make_scripted
-from arena.rollouts import read_shard
-from arena.roundeval import RoundEvalConfig, evaluate_round
-from arena.seeds import SeedsConfig
-from arena.tournament import EvalConfig
+from arena.train.basemodel import build_base
+from arena.train.config import BaseConfig, CurriculumConfig, RestConfig, check_loop
+from arena.train.curriculum import CURRICULUM_FILE
 from arena.train.fuse import NO_UPDATE, copy_snapshot, fuse_round
-from arena.train.rest import (
-    RestConfig,
+from arena.train.rest.round import (
     audit,
     check_game,
-    check_loop,
     dataset_rows,
     empty_win_set,
     load_win_set,

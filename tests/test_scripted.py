@@ -11,9 +11,9 @@ from operator import xor
 import pytest
 from gameplay import play_game
 
-from arena.games import GAMES, make_game
-from arena.kuhn import expected_value, nash_policy, uniform_policy
-from arena.players.base import Observation
+from arena.games.base import Observation
+from arena.games.kuhn_theory import expected_value, nash_policy, uniform_policy
+from arena.games.registry import GAMES, make_game
 from arena.players.scripted import (
     SCRIPTED,
     FirstPlayer,

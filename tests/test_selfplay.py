@@ -5,22 +5,16 @@ import json
 import numpy as np
 import pytest
 
-from arena.basemodel import BaseConfig, build_base
-from arena.config import ConfigError, from_mapping
-from arena.hashing import digest_dir
-from arena.pool import PoolConfig, build_pool, load_pool, sample_opponents
-from arena.roundeval import RoundEvalConfig, evaluate_round
-from arena.seeds import SeedsConfig
-from arena.tournament import EvalConfig
+from arena.core.config import ConfigError, from_mapping
+from arena.core.hashing import digest_dir
+from arena.core.seeds import SeedsConfig
+from arena.eval.config import EvalConfig, RoundEvalConfig
+from arena.eval.roundeval import evaluate_round
+from arena.train.basemodel import build_base
+from arena.train.config import BaseConfig, PoolConfig, SelfPlayConfig, TrainConfig
 from arena.train.fuse import copy_snapshot, fuse_round
-from arena.train.selfplay import (
-    SelfPlayConfig,
-    TrainConfig,
-    learner_decisions,
-    play_round,
-    selfplay_schedule,
-    train_round,
-)
+from arena.train.grpo.round import learner_decisions, play_round, selfplay_schedule, train_round
+from arena.train.pool import build_pool, load_pool, sample_opponents
 
 TINY = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64,
         "vocab_size": 400}

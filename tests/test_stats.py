@@ -1,4 +1,4 @@
-"""Tests for arena.stats: Wilson intervals (values and exact coverage) and match summaries from synthetic records."""
+"""Tests for arena.play.stats: Wilson intervals (values, exact coverage) and match summaries from synthetic records."""
 
 import json
 import math
@@ -6,7 +6,7 @@ import math
 import pytest
 from tourney_fakes import make_record
 
-from arena.stats import game_score, summarize_match, wilson_interval
+from arena.play.stats import game_score, summarize_match, wilson_interval
 
 
 def test_wilson_matches_hand_computed_values():

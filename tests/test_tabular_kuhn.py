@@ -5,18 +5,7 @@ import arena  # noqa: F401  (must load OpenBLAS before anything imports mlx)
 # isort: split
 import numpy as np
 import pytest
-
-from arena.kuhn import (
-    DEALS,
-    INFO_SETS,
-    average_policy,
-    expected_value,
-    nash_policy,
-    policy_from_array,
-    policy_to_array,
-    uniform_policy,
-)
-from arena.train.tabular import (
+from tabular import (
     BEST_LAST_ITERATE,
     STUDY_PRESETS,
     SnapshotPool,
@@ -25,6 +14,17 @@ from arena.train.tabular import (
     play_games,
     preset,
     train_tabular,
+)
+
+from arena.games.kuhn_theory import (
+    DEALS,
+    INFO_SETS,
+    average_policy,
+    expected_value,
+    nash_policy,
+    policy_from_array,
+    policy_to_array,
+    uniform_policy,
 )
 
 

@@ -1,4 +1,4 @@
-"""Tests for arena.tournament: seed checks, round robin with a scripted play, TrueSkill, score cards, leaderboard."""
+"""Tests for arena.eval.tournament: seed checks, round robin with scripted play, TrueSkill, score cards, leaderboard."""
 
 import copy
 import json
@@ -7,16 +7,16 @@ import pytest
 import trueskill
 from tourney_fakes import ScriptedPlay, make_record, pin_of
 
-from arena.artifacts import dump_json
-from arena.config import ConfigError
-from arena.hashing import digest_config
-from arena.tournament import (
-    EvalConfig,
+from arena.core.artifacts import dump_json
+from arena.core.config import ConfigError
+from arena.core.hashing import digest_config
+from arena.core.seeds import check_seed_ranges
+from arena.eval.config import EvalConfig
+from arena.eval.tournament import (
     Outcome,
     TournamentError,
     build_leaderboard,
     card_digest,
-    check_seed_ranges,
     load_archive,
     load_excluded,
     make_scorecard,

@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 
-import arena.pins
-from arena.basemodel import BaseConfig, build_base
-from arena.config import load_params, load_section
-from arena.evaluate import TournamentConfig, run_stage
-from arena.stats import summarize_outcomes
-from arena.tournament import CARD_SUFFIX, EvalConfig, card_digest
-from arena.verify import MATCH, MATCH_WITHIN_INTERVAL, MISMATCH, verify_scorecard
+import arena.core.pins
+from arena.core.config import load_params, load_section
+from arena.eval.config import EvalConfig, TournamentConfig
+from arena.eval.runner import run_stage
+from arena.eval.tournament import CARD_SUFFIX, card_digest
+from arena.eval.verify import MATCH, MATCH_WITHIN_INTERVAL, MISMATCH, verify_scorecard
+from arena.play.stats import summarize_outcomes
+from arena.train.basemodel import build_base
+from arena.train.config import BaseConfig
 
 TINY = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64,
         "vocab_size": 400}
@@ -108,8 +110,8 @@ def test_changed_eval_config_is_named(project):
 
 
 def _other_mlx(monkeypatch):
-    real = arena.pins.versions
-    monkeypatch.setattr(arena.pins, "versions", lambda: {**real(), "mlx": "0.99.0"})
+    real = arena.core.pins.versions
+    monkeypatch.setattr(arena.core.pins, "versions", lambda: {**real(), "mlx": "0.99.0"})
     return real()["mlx"]
 
 

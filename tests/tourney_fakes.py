@@ -6,8 +6,8 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from arena.hashing import digest_bytes
-from arena.tournament import PlayerLoadError
+from arena.core.hashing import digest_bytes
+from arena.eval.tournament import PlayerLoadError
 
 
 def pin_of(spec: str) -> dict[str, Any]:

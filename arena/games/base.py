@@ -5,16 +5,35 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
 import textarena as ta
 
-from arena.errors import ArenaError
-from arena.hashing import digest_config
-from arena.players.base import Observation
+from arena.core.hashing import digest_config
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a player sees at one decision.
+
+    ``text`` is TextArena's full observation; ``compact`` holds only what this decision depends on
+    (short prompts for tiny models); ``state`` is a structured view for scripted policies;
+    ``sample_key`` is a deterministic per-decision key so sampling players draw the same choice
+    whatever else is batched alongside.
+    """
+
+    game_id: str
+    player_id: int
+    text: str
+    compact: str
+    legal_actions: tuple[str, ...]
+    state: Mapping[str, Any] = field(default_factory=dict)
+    info_set: str | None = None
+    sample_key: int = 0
+
 
 
 class Move(NamedTuple):
@@ -205,19 +224,3 @@ class Game(ABC):
     def _info_set(self, game_state: Mapping[str, Any], player: int) -> str | None:
         """An information-set key where the game defines one (Kuhn)."""
         return None
-
-
-def reject_unknown_keys(game_id: str, variant: Mapping[str, Any], allowed: Mapping[str, Any]) -> None:
-    """Raise a ValueError naming any variant key the game does not have."""
-    if not isinstance(variant, Mapping):
-        raise TypeError(f"{game_id} variant must be a mapping, got {type(variant).__name__}: {variant!r}")
-    unknown = sorted(set(variant) - set(allowed))
-    if unknown:
-        raise ArenaError(f"unknown {game_id} variant key(s) {unknown}; allowed keys: {sorted(allowed)}")
-
-
-def require_int(game_id: str, key: str, value: Any, minimum: int) -> int:
-    """``value`` as an int >= ``minimum``, or a ValueError naming the key and value."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ArenaError(f"{game_id} variant {key!r} must be an int >= {minimum}, got {value!r}")
-    return value

@@ -4,7 +4,7 @@ TextArena's ``KuhnPoker-v0`` never moves chips on ``[bet]`` or ``[call]`` (the p
 pays +-1) and takes an extra ante after the last round. ``StandardKuhnPokerEnv`` fixes both and is
 registered as ``arena-KuhnPoker-v0``; everything else (text, prompts, invalid-move rule, who opens) is
 TextArena's. Histories use OpenSpiel's letters: ``p`` = check or fold, ``b`` = bet or call. The rules
-(payoffs, info-set names) and all exact analysis live in ``arena.kuhn``; this module only drives the env.
+(payoffs, info-set names) and all exact analysis live in ``arena.games.kuhn_theory``; this module only drives the env.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import textarena as ta
 from textarena.envs.KuhnPoker.env import KuhnPokerEnv
 from textarena.envs.registration import ENV_REGISTRY
 
-from arena.games.base import Game, reject_unknown_keys, require_int
-from arena.kuhn import ANTE, BET, CARD_NAMES, info_set_name, terminal_value
+from arena.games.base import Game
+from arena.games.kuhn_theory import ANTE, BET, CARD_NAMES, info_set_name, terminal_value
+from arena.games.variants import kuhn_variant
 
 ENV_ID = "arena-KuhnPoker-v0"
 # The largest loss a player can suffer in one round (ante + bet): the chip price of a forfeited round.
@@ -103,13 +104,7 @@ class KuhnGame(Game):
     of play can lose more than 2 chips in a round, so forfeiting never pays better than playing on.
     """
 
-    DEFAULTS: Mapping[str, Any] = {"rounds": 1}
-
-    @staticmethod
-    def validate_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
-        reject_unknown_keys("kuhn", variant, KuhnGame.DEFAULTS)
-        full = {**KuhnGame.DEFAULTS, **variant}
-        return {"rounds": require_int("kuhn", "rounds", full["rounds"], 1)}
+    validate_variant = staticmethod(kuhn_variant)
 
     @staticmethod
     def env_kwargs(variant: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from arena.games.base import Game, reject_unknown_keys, require_int
+from arena.games.base import Game
+from arena.games.variants import liarsdice_variant
 
 ENV_ID = "LiarsDice-v0-small"
 FACES = range(1, 7)
@@ -42,13 +43,7 @@ def legal_actions(bid: tuple[int, int] | None, dice_in_play: int) -> tuple[str, 
 class LiarsDiceGame(Game):
     """Liar's Dice for two; variant ``dice``: dice per player at the start (default 3)."""
 
-    DEFAULTS: Mapping[str, Any] = {"dice": 3}
-
-    @staticmethod
-    def validate_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
-        reject_unknown_keys("liarsdice", variant, LiarsDiceGame.DEFAULTS)
-        full = {**LiarsDiceGame.DEFAULTS, **variant}
-        return {"dice": require_int("liarsdice", "dice", full["dice"], 1)}
+    validate_variant = staticmethod(liarsdice_variant)
 
     @staticmethod
     def env_kwargs(variant: Mapping[str, Any]) -> dict[str, Any]:

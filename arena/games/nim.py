@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from arena.errors import ArenaError
-from arena.games.base import Game, reject_unknown_keys, require_int
+from arena.games.base import Game
+from arena.games.variants import nim_variant
 
 ENV_ID = "Nim-v0"
 
@@ -19,15 +19,7 @@ def legal_actions(piles: Sequence[int]) -> tuple[str, ...]:
 class NimGame(Game):
     """Nim; variant ``piles``: a non-empty list of pile sizes, each >= 1 (TextArena's default [3, 4, 5])."""
 
-    DEFAULTS: Mapping[str, Any] = {"piles": [3, 4, 5]}
-
-    @staticmethod
-    def validate_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
-        reject_unknown_keys("nim", variant, NimGame.DEFAULTS)
-        piles = variant.get("piles", NimGame.DEFAULTS["piles"])
-        if isinstance(piles, (str, bytes)) or not isinstance(piles, Sequence) or len(piles) == 0:
-            raise ArenaError(f"nim variant 'piles' must be a non-empty list of ints >= 1, got {piles!r}")
-        return {"piles": [require_int("nim", "piles", size, 1) for size in piles]}
+    validate_variant = staticmethod(nim_variant)
 
     @staticmethod
     def env_kwargs(variant: Mapping[str, Any]) -> dict[str, Any]:

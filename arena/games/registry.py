@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from arena.errors import ArenaError
+from arena.core.errors import ArenaError
 from arena.games import kuhn, liarsdice, nim, tictactoe
 from arena.games.base import Game, GameResult
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from arena.games.base import Game, reject_unknown_keys
+from arena.games.base import Game
+from arena.games.variants import tictactoe_variant
 
 ENV_ID = "TicTacToe-v0"
 
@@ -34,12 +35,7 @@ def compact_board(cells: Sequence[str]) -> str:
 class TicTacToeGame(Game):
     """TicTacToe; no variant keys."""
 
-    DEFAULTS: Mapping[str, Any] = {}
-
-    @staticmethod
-    def validate_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
-        reject_unknown_keys("tictactoe", variant, TicTacToeGame.DEFAULTS)
-        return {}
+    validate_variant = staticmethod(tictactoe_variant)
 
     @staticmethod
     def env_kwargs(variant: Mapping[str, Any]) -> dict[str, Any]:

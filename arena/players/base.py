@@ -3,29 +3,11 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-
-@dataclass(frozen=True)
-class Observation:
-    """What a player sees at one decision.
-
-    ``text`` is TextArena's full observation; ``compact`` holds only what this decision depends on
-    (short prompts for tiny models); ``state`` is a structured view for scripted policies;
-    ``sample_key`` is a deterministic per-decision key so sampling players draw the same choice
-    whatever else is batched alongside.
-    """
-
-    game_id: str
-    player_id: int
-    text: str
-    compact: str
-    legal_actions: tuple[str, ...]
-    state: Mapping[str, Any] = field(default_factory=dict)
-    info_set: str | None = None
-    sample_key: int = 0
+from arena.games.base import Observation
 
 
 @dataclass(frozen=True)

@@ -28,22 +28,21 @@ from typing import Any
 import httpx2
 import openai
 
-from arena.artifacts import atomic_write_json
-from arena.config import require, require_choice
-from arena.errors import ArenaError
-from arena.hashing import digest_config
-from arena.paths import cache_dir
-from arena.players.base import Decision, Observation, Player
+from arena.core.artifacts import atomic_write_json
+from arena.core.hashing import digest_config
+from arena.core.paths import cache_dir
+from arena.games.base import Observation
+from arena.players.base import Decision, Player
+from arena.players.config import FrontierConfig
+from arena.players.specs import SPEC_PREFIX, FrontierError, normalise_base_url, parse_spec
 
 log = logging.getLogger(__name__)
 
-SPEC_PREFIX = "openai:"
-VIEWS = ("full", "compact")
 # A reply body larger than this is refused unread. An answer of at most MAX_MAX_TOKENS tokens is at
 # most ~16 KiB of text (a few bytes a token), ~100 KiB even if every character were JSON-escaped
 # unicode, so 256 KiB leaves room for any honest reply while a runaway 1 MB body is cut off.
 MAX_REPLY_BYTES = 256 * 1024
-MAX_MAX_TOKENS = 4096
+
 # The longest free-text reply passed on to the game as an (invalid) action, and the longest model id kept.
 MAX_ACTION_CHARS = 200
 MAX_MODEL_ID_CHARS = 200
@@ -54,57 +53,7 @@ CACHE_FORMAT = 1
 PROMPT_FORMAT = 1
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 
-DEFAULT_SYSTEM_PROMPT = (
-    "You are playing a two-player text game. Each turn you are shown the game so far and the list of "
-    "legal actions. Reply with exactly one of the legal actions, copied verbatim including its square "
-    "brackets, and nothing else."
-)
 
-
-class FrontierError(ArenaError):
-    """A frontier player spec or endpoint the user must fix (bad spec, unreachable server, refused key)."""
-
-
-_SPEC_RE = re.compile(r"^openai:(?P<model>.+?)@(?P<url>https?://.+)$", re.DOTALL)
-
-
-def parse_spec(spec: str) -> tuple[str, str]:
-    """Split ``openai:MODEL@BASE_URL`` into ``(model, base_url)``; the URL loses any trailing slash.
-
-    The model may itself contain ``@`` or ``/`` (a local path): the URL starts at the first ``@http``.
-    """
-    example = "e.g. openai:gpt-4o-mini@https://api.openai.com/v1 or openai:default_model@http://127.0.0.1:8080/v1"
-    if not isinstance(spec, str) or not spec.startswith(SPEC_PREFIX):
-        raise FrontierError(f"frontier player spec {spec!r} must start with {SPEC_PREFIX!r}: {example}")
-    match = _SPEC_RE.match(spec)
-    if match is None:
-        raise FrontierError(
-            f"frontier player spec {spec!r} must be openai:MODEL@BASE_URL with an http(s) URL: {example}"
-        )
-    model = match.group("model")
-    if model != model.strip() or any(unicodedata.category(c) == "Cc" for c in model):
-        raise FrontierError(f"model name {model!r} in spec {spec!r} has surrounding spaces or control characters")
-    return model, normalise_base_url(match.group("url"))
-
-
-def normalise_base_url(url: str) -> str:
-    """Check an endpoint URL (http/https, a host, no credentials, query or fragment); drop a trailing slash."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise FrontierError(f"endpoint URL {url!r} must be http:// or https:// with a host, e.g. http://127.0.0.1:8080/v1")
-    if parts.username is not None or parts.password is not None:
-        # Credentials in the URL would end up in pins and cache records: keys belong in the environment.
-        raise FrontierError(
-            f"endpoint URL for host {parts.hostname!r} contains credentials: remove them and put the key in "
-            "the environment variable named by frontier.api_key_env"
-        )
-    if parts.query or parts.fragment:
-        raise FrontierError(f"endpoint URL {url!r} must not have a query or fragment: give the base URL (…/v1)")
-    try:
-        parts.port  # noqa: B018 -- urlsplit validates the port lazily
-    except ValueError as error:
-        raise FrontierError(f"endpoint URL {url!r} has an invalid port: {error}") from None
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
 
 
 def _is_loopback(host: str) -> bool:
@@ -114,46 +63,6 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-@dataclass(frozen=True)
-class FrontierConfig:
-    """How a frontier player talks to its endpoint (params section ``frontier:``).
-
-    ``max_calls`` caps real chat-completion HTTP attempts per player instance, each retry included;
-    cache hits are free. ``max_retries`` is the number of retries after the first attempt; retry ``i``
-    waits ``backoff_s * 2**i`` (at least the server's Retry-After on 429/503), never more than
-    ``max_wait_s``. ``seed`` is mixed with each observation's ``sample_key`` into the request seed, so
-    different decisions draw different samples and a rerun hits the cache.
-    """
-
-    api_key_env: str = "OPENAI_API_KEY"
-    max_calls: int = 200
-    timeout_s: float = 30.0
-    max_retries: int = 3
-    backoff_s: float = 1.0
-    max_wait_s: float = 30.0
-    temperature: float = 1.0
-    max_tokens: int = 32
-    seed: int = 0
-    view: str = "full"
-    system_prompt: str = DEFAULT_SYSTEM_PROMPT
-
-    def __post_init__(self) -> None:
-        require(bool(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env)), "frontier.api_key_env",
-                self.api_key_env, "the NAME of an environment variable (letters, digits, _), never the key itself")
-        require(self.max_calls >= 0, "frontier.max_calls", self.max_calls, "must be >= 0 (0 = replay from cache only)")
-        require(self.timeout_s > 0, "frontier.timeout_s", self.timeout_s, "must be > 0 seconds")
-        require(self.max_retries >= 0, "frontier.max_retries", self.max_retries, "must be >= 0")
-        require(self.backoff_s >= 0, "frontier.backoff_s", self.backoff_s, "must be >= 0 seconds")
-        require(self.max_wait_s >= self.backoff_s, "frontier.max_wait_s", self.max_wait_s,
-                f"must be >= frontier.backoff_s = {self.backoff_s}")
-        require(0.0 <= self.temperature <= 2.0, "frontier.temperature", self.temperature, "must be in [0, 2]")
-        require(1 <= self.max_tokens <= MAX_MAX_TOKENS, "frontier.max_tokens", self.max_tokens,
-                f"must be in [1, {MAX_MAX_TOKENS}]")
-        require(self.seed >= 0, "frontier.seed", self.seed, "must be >= 0")
-        require_choice("frontier.view", self.view, VIEWS)
-        require(bool(self.system_prompt.strip()), "frontier.system_prompt", self.system_prompt, "must not be empty")
 
 
 @dataclass

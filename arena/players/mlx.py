@@ -4,34 +4,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from arena.config import as_dict, require, require_choice
-from arena.errors import ArenaError
-from arena.hashing import digest_config, digest_dir
-from arena.pins import model_pin, model_quant, versions
-from arena.players.base import Decision, Observation, Player
-from arena.scoring import action_loglik, build_batch, masked_log_softmax
-
-VIEWS = ("compact", "full")
-
-
-@dataclass(frozen=True)
-class MLXPlayerConfig:
-    """How a model is prompted and sampled; part of the player's config hash."""
-
-    view: str = "compact"
-    temperature: float = 1.0
-    max_rows: int = 256
-
-    def __post_init__(self) -> None:
-        require_choice("player.view", self.view, VIEWS)
-        require(self.temperature >= 0.0, "player.temperature", self.temperature, "must be >= 0 (0 = greedy)")
-        require(self.max_rows >= 1, "player.max_rows", self.max_rows, "must be >= 1")
+from arena.core.config import as_dict
+from arena.core.errors import ArenaError
+from arena.core.hashing import digest_config, digest_dir
+from arena.core.pins import model_pin, model_quant, versions
+from arena.games.base import Observation
+from arena.players.base import Decision, Player
+from arena.players.config import MLXPlayerConfig
+from arena.players.scoring import action_loglik, build_batch, masked_log_softmax
 
 
 def load_model(path: str | Path) -> tuple[Any, Any]:

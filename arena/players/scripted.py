@@ -13,9 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from arena.hashing import digest_bytes, digest_config
-from arena.kuhn import nash_policy
-from arena.players.base import Decision, Observation, Player
+from arena.core.hashing import digest_bytes, digest_config
+from arena.games.base import Observation
+from arena.games.kuhn_theory import nash_policy
+from arena.players.base import Decision, Player
+from arena.players.specs import EPS_ORACLE, parse_epsilon
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 _TTT_LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
@@ -188,7 +190,8 @@ def liarsdice_choice(state: Mapping[str, Any], legal: Sequence[str]) -> str:
 class OraclePlayer(ScriptedPlayer):
     """An exact (or, for Liar's Dice, sound) policy per game.
 
-    Kuhn: ``arena.kuhn.nash_policy(kuhn_alpha)`` (alpha in [0, 1/3], default 0), sampled from the sample key.
+    Kuhn: ``arena.games.kuhn_theory.nash_policy(kuhn_alpha)`` (alpha in [0, 1/3], default 0), sampled from the
+    sample key.
     TicTacToe: memoised minimax (never loses). Nim: nim-sum (wins every won position). Liar's Dice: the
     binomial heuristic of ``liarsdice_choice``.
     """
@@ -220,22 +223,6 @@ class OraclePlayer(ScriptedPlayer):
         if observation.game_id == "liarsdice":
             return Decision(action=liarsdice_choice(state, legal))
         raise ValueError(f"the oracle has no policy for game {observation.game_id!r}")
-
-
-EPS_ORACLE = "eps-oracle:"
-
-
-def parse_epsilon(spec: str) -> float:
-    """The epsilon of an ``eps-oracle:EPS`` spec; a ValueError names the spec and the allowed range."""
-    text = spec[len(EPS_ORACLE):] if spec.startswith(EPS_ORACLE) else None
-    try:
-        epsilon = float(text) if text is not None else math.nan
-    except ValueError:
-        epsilon = math.nan
-    if not 0.0 <= epsilon <= 1.0:  # also rejects NaN
-        raise ValueError(f"player spec {spec!r} is invalid: write eps-oracle:EPS with EPS a number in [0, 1] "
-                         "(1 plays uniformly at random, 0 is the oracle)")
-    return epsilon
 
 
 class EpsOraclePlayer(ScriptedPlayer):
@@ -272,19 +259,6 @@ class EpsOraclePlayer(ScriptedPlayer):
 SCRIPTED: dict[str, type[ScriptedPlayer]] = {
     cls.spec: cls for cls in (RandomPlayer, FirstPlayer, OraclePlayer, StallerPlayer, SpammerPlayer)
 }
-
-
-def is_scripted(spec: str) -> bool:
-    """Whether ``spec`` names a scripted player (a fixed name, or a well-formed ``eps-oracle:EPS``)."""
-    if spec in SCRIPTED:
-        return True
-    if isinstance(spec, str) and spec.startswith(EPS_ORACLE):
-        try:
-            parse_epsilon(spec)
-        except ValueError:
-            return False
-        return True
-    return False
 
 
 def make_scripted(name: str) -> ScriptedPlayer:

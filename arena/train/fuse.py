@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from arena.artifacts import atomic_dir
-from arena.errors import ArenaError
-from arena.hashing import digest_file, digest_path
-from arena.pins import model_pin, write_meta
+from arena.core.artifacts import atomic_dir
+from arena.core.errors import ArenaError
+from arena.core.hashing import digest_file, digest_path
+from arena.core.pins import model_pin, write_meta
 
 WEIGHTS = "model.safetensors"
 # Written by a training round with no data to learn from: the round keeps the previous weights, explicitly.

@@ -1,0 +1,1 @@
+"""Infrastructure every other part builds on: errors, paths, hashing, atomic artifacts, pins, BLAS, configs, seeds."""

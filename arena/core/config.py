@@ -1,0 +1,150 @@
+"""Frozen, validated config objects, one per params.yaml section; errors name key, value and what is allowed."""
+
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from arena.core.errors import ArenaError
+
+PARAMS_FILE = "params.yaml"
+
+C = TypeVar("C")
+
+
+class ConfigError(ArenaError):
+    """A params.yaml value is missing, unknown, of the wrong type or out of range."""
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", str(tp))
+
+
+def _check_type(path: str, value: Any, tp: Any) -> Any:
+    """Return ``value`` converted to ``tp`` where lossless, else raise a ConfigError naming the key."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(tp)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _check_type(path, value, option)
+            except ConfigError as error:
+                errors.append(str(error))
+        raise ConfigError(errors[0])
+    if origin in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{path} = {value!r} must be a list, got {type(value).__name__}")
+        (item_type, *_rest) = typing.get_args(tp) or (Any,)
+        return tuple(_check_type(f"{path}[{i}]", item, item_type) for i, item in enumerate(value))
+    if origin in (dict, collections.abc.Mapping) or tp is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{path} = {value!r} must be a mapping, got {type(value).__name__}")
+        return dict(value)
+    if tp is Any:
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path} = {value!r} must be true or false, got {type(value).__name__}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{path} = {value!r} must be an integer, got {type(value).__name__}")
+        return value
+    if tp is float:
+        if isinstance(value, str):
+            raise ConfigError(
+                f"{path} = {value!r} must be a float, got a string; write floats like 1.0e-5 "
+                "(PyYAML reads 1e-5 without the '.0' as a string)"
+            )
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{path} = {value!r} must be a float, got {type(value).__name__}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{path} = {value!r} must be a string, got {type(value).__name__}")
+        return value
+    if isinstance(tp, type) and not isinstance(value, tp):
+        raise ConfigError(f"{path} = {value!r} must be {_type_name(tp)}, got {type(value).__name__}")
+    return value
+
+
+def from_mapping(cls: type[C], data: Any, section: str) -> C:
+    """Build the frozen dataclass ``cls`` from ``data``, rejecting unknown keys and wrong types.
+
+    Field validation beyond types lives in each class's ``__post_init__`` (raising ConfigError).
+    """
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{section} must be a mapping of keys to values, got {type(data).__name__}: {data!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(
+            f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(f'{section}.{k}' for k in unknown)}; "
+            f"allowed keys in {section}: {', '.join(sorted(fields))}"
+        )
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for name, field in fields.items():
+        if name in data:
+            kwargs[name] = _check_type(f"{section}.{name}", data[name], hints[name])
+        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"missing required key {section}.{name} ({_type_name(hints[name])})")
+    return cls(**kwargs)
+
+
+def require(condition: bool, key: str, value: Any, allowed: str) -> None:
+    """Raise a ConfigError naming ``key``, its ``value`` and what is ``allowed`` unless ``condition``."""
+    if not condition:
+        raise ConfigError(f"{key} = {value!r} is invalid: {allowed}")
+
+
+def require_choice(key: str, value: Any, choices: typing.Iterable[Any]) -> None:
+    """Raise unless ``value`` is one of ``choices``."""
+    choices = list(choices)
+    require(value in choices, key, value, "expected one of " + ", ".join(map(str, choices)))
+
+
+def load_params(path: str | Path = PARAMS_FILE) -> dict[str, Any]:
+    """Read params.yaml into a dict; a missing or malformed file is a ConfigError."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path} not found: run from the repository root or pass --params PATH")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from error
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must be a mapping of sections, got {type(data).__name__}")
+    return data
+
+
+def load_section(cls: type[C], section: str, params: Mapping[str, Any] | str | Path = PARAMS_FILE) -> C:
+    """Load and validate one params.yaml section as ``cls``."""
+    data = params if isinstance(params, Mapping) else load_params(params)
+    return from_mapping(cls, data.get(section), section)
+
+
+def as_dict(config: Any) -> dict[str, Any]:
+    """A config dataclass as a plain dict (tuples become lists), for hashing and meta.json."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, tuple):
+            return [plain(v) for v in value]
+        if dataclasses.is_dataclass(value):
+            return {k: plain(v) for k, v in dataclasses.asdict(value).items()}
+        return value
+
+    return {f.name: plain(getattr(config, f.name)) for f in dataclasses.fields(config)}

@@ -1,0 +1,156 @@
+"""blake3 content addressing: digests of bytes, files, directories and canonical configs, with a stat cache."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from blake3 import blake3
+
+from arena.core.paths import cache_dir
+
+# Below this size a single-threaded in-memory hash is faster than mmap + a thread pool.
+_MMAP_THRESHOLD = 4 * 1024 * 1024
+
+
+def digest_bytes(data: bytes) -> str:
+    """blake3 hex digest of ``data``."""
+    return blake3(data).hexdigest()
+
+
+def _hash_file_uncached(path: Path, size: int) -> str:
+    if size >= _MMAP_THRESHOLD:
+        return blake3(max_threads=blake3.AUTO).update_mmap(path).hexdigest()
+    return blake3(path.read_bytes()).hexdigest()
+
+
+class HashCache:
+    """Digests keyed on (absolute path, inode, size, mtime_ns, ctime_ns), kept in SQLite.
+
+    ctime is in the key because no user call can set it back: a file rewritten in place with the
+    same size and a restored mtime still changes ctime, so a stale digest is never reused.
+    """
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or cache_dir() / "hashes.sqlite"
+        self._db: sqlite3.Connection | None = None
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS digests (path TEXT, inode INTEGER, size INTEGER, "
+                "mtime_ns INTEGER, ctime_ns INTEGER, digest TEXT, "
+                "PRIMARY KEY (path, inode, size, mtime_ns, ctime_ns))"
+            )
+        return self._db
+
+    @staticmethod
+    def _key(path: Path, st: os.stat_result) -> tuple[str, int, int, int, int]:
+        return (str(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def digest(self, path: str | Path) -> str:
+        """The file's digest, from the cache when its stat key is unchanged."""
+        path = Path(path).resolve()
+        before = path.stat()
+        key = self._key(path, before)
+        row = self._conn().execute(
+            "SELECT digest FROM digests WHERE path=? AND inode=? AND size=? AND mtime_ns=? AND ctime_ns=?", key
+        ).fetchone()
+        if row:
+            return row[0]
+        digest = _hash_file_uncached(path, before.st_size)
+        # A file modified while it was being hashed must not be cached under either stat key.
+        if self._key(path, path.stat()) == key:
+            self._conn().execute("DELETE FROM digests WHERE path=?", (key[0],))
+            self._conn().execute("INSERT OR REPLACE INTO digests VALUES (?,?,?,?,?,?)", (*key, digest))
+        return digest
+
+
+_default_cache: HashCache | None = None
+
+
+def _cache() -> HashCache:
+    global _default_cache
+    expected = cache_dir() / "hashes.sqlite"
+    if _default_cache is None or _default_cache.path != expected:
+        _default_cache = HashCache(expected)
+    return _default_cache
+
+
+def digest_file(path: str | Path, *, use_cache: bool = True) -> str:
+    """blake3 hex digest of a file's bytes (multi-threaded for large files, stat-cached)."""
+    path = Path(path)
+    if use_cache:
+        return _cache().digest(path)
+    return _hash_file_uncached(path, path.stat().st_size)
+
+
+def _walk(root: Path, exclude: frozenset[str]) -> Iterable[tuple[str, Path]]:
+    for entry in sorted(root.rglob("*"), key=lambda p: p.relative_to(root).as_posix()):
+        rel = entry.relative_to(root).as_posix()
+        if rel in exclude:
+            continue
+        yield rel, entry
+
+
+def dir_manifest(path: str | Path, *, exclude: Iterable[str] = ("meta.json",)) -> dict[str, str]:
+    """Sorted relative path -> file digest (empty directories map to ``"dir"``)."""
+    root = Path(path)
+    if not root.is_dir():
+        raise NotADirectoryError(f"not a directory: {root}")
+    manifest: dict[str, str] = {}
+    for rel, entry in _walk(root, frozenset(exclude)):
+        if entry.is_file():
+            manifest[rel] = digest_file(entry)
+        elif entry.is_dir() and not any(entry.iterdir()):
+            manifest[rel] = "dir"
+    return manifest
+
+
+def digest_dir(path: str | Path, *, exclude: Iterable[str] = ("meta.json",)) -> str:
+    """Digest of a directory: relative paths and file digests, so renames and moves change it.
+
+    ``meta.json`` is excluded by default because it records the directory's own digest.
+    """
+    return digest_config(dir_manifest(path, exclude=exclude))
+
+
+def digest_path(path: str | Path) -> str:
+    """Digest of a file or a directory."""
+    path = Path(path)
+    return digest_dir(path) if path.is_dir() else digest_file(path)
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"cannot hash a non-finite float: {value!r}")
+        # repr() is the shortest round-tripping form, so 0.1 is always "0.1"; -0.0 equals 0.0.
+        return {"__float__": repr(value + 0.0)}
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, Path):
+        return value.as_posix()
+    raise TypeError(f"cannot hash a value of type {type(value).__name__}: {value!r}")
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON: sorted keys, no whitespace, floats tagged and rendered by repr()."""
+    return json.dumps(_canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest_config(value: Any) -> str:
+    """blake3 digest of a config's canonical JSON (key order never matters; 1 and 1.0 differ)."""
+    return digest_bytes(canonical_json(value).encode("utf-8"))

@@ -1,0 +1,1 @@
+"""Measuring players: per-round evaluation, model policies, tournaments, score cards, ratings, verification."""

@@ -1,0 +1,47 @@
+"""Tournaments over real players: load each spec once, play pairs with the match runner, write score cards."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from arena.core.errors import ArenaError
+from arena.eval.config import EvalConfig, TournamentConfig
+from arena.eval.tournament import PlayerLoadError, run_tournament, write_scorecards
+from arena.play.match import Slot, play_match
+from arena.players.base import Player
+from arena.players.build import make_player
+from arena.players.config import MLXPlayerConfig
+
+
+class PlayerCache:
+    """Builds each player once per tournament; a spec that cannot be built is a PlayerLoadError."""
+
+    def __init__(self, mlx_config: MLXPlayerConfig) -> None:
+        self.mlx_config = mlx_config
+        self._players: dict[str, Player] = {}
+
+    def get(self, spec: str) -> Player:
+        if spec not in self._players:
+            try:
+                self._players[spec] = make_player(spec, mlx_config=self.mlx_config)
+            except ArenaError as error:
+                raise PlayerLoadError(spec, str(error)) from error
+        return self._players[spec]
+
+    def play(self, game_id: str, variant: Mapping[str, Any], spec_a: str, spec_b: str,
+             seeds: Sequence[int]) -> list[dict[str, Any]]:
+        """One record per seed, ``spec_a`` in seat ``k % 2`` of game k (the tournament's contract)."""
+        players = (self.get(spec_a), self.get(spec_b))
+        schedule = [Slot(seed, k % 2) for k, seed in enumerate(seeds)]
+        return play_match(game_id, players, schedule, variant=variant)
+
+
+def run_stage(eval_config: EvalConfig, config: TournamentConfig, reserved_seeds: Sequence[range],
+              out_dir: str | Path) -> dict[str, str]:
+    """Play the round robin and write its score cards (and the excluded players) to ``out_dir``."""
+    cache = PlayerCache(MLXPlayerConfig(view=config.view, temperature=config.temperature))
+    result = run_tournament(eval_config, config.all_players, cache.play, reserved_seeds=reserved_seeds)
+    write_scorecards(out_dir, result.cards, excluded=result.excluded)
+    return result.excluded

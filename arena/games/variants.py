@@ -1,0 +1,85 @@
+"""Game ids and their variants, validated without loading any game: what params checks need, and nothing more."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from arena.core.errors import ArenaError
+
+
+def reject_unknown_keys(game_id: str, variant: Mapping[str, Any], allowed: Mapping[str, Any]) -> None:
+    """Raise an ArenaError naming any variant key the game does not have."""
+    if not isinstance(variant, Mapping):
+        raise TypeError(f"{game_id} variant must be a mapping, got {type(variant).__name__}: {variant!r}")
+    unknown = sorted(set(variant) - set(allowed))
+    if unknown:
+        raise ArenaError(f"unknown {game_id} variant key(s) {unknown}; allowed keys: {sorted(allowed)}")
+
+
+def require_int(game_id: str, key: str, value: Any, minimum: int) -> int:
+    """``value`` as an int >= ``minimum``, or an ArenaError naming the key and value."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ArenaError(f"{game_id} variant {key!r} must be an int >= {minimum}, got {value!r}")
+    return value
+
+
+KUHN_DEFAULTS: Mapping[str, Any] = {"rounds": 1}
+LIARSDICE_DEFAULTS: Mapping[str, Any] = {"dice": 3}
+NIM_DEFAULTS: Mapping[str, Any] = {"piles": [3, 4, 5]}
+
+
+def kuhn_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
+    """Kuhn: ``rounds`` (hands per game, default 1)."""
+    reject_unknown_keys("kuhn", variant, KUHN_DEFAULTS)
+    full = {**KUHN_DEFAULTS, **variant}
+    return {"rounds": require_int("kuhn", "rounds", full["rounds"], 1)}
+
+
+def tictactoe_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
+    """TicTacToe has no variant keys."""
+    reject_unknown_keys("tictactoe", variant, {})
+    return {}
+
+
+def liarsdice_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
+    """Liar's Dice: ``dice`` per player at the start (default 3)."""
+    reject_unknown_keys("liarsdice", variant, LIARSDICE_DEFAULTS)
+    full = {**LIARSDICE_DEFAULTS, **variant}
+    return {"dice": require_int("liarsdice", "dice", full["dice"], 1)}
+
+
+def nim_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
+    """Nim: ``piles``, a non-empty list of pile sizes, each >= 1 (TextArena's default [3, 4, 5])."""
+    reject_unknown_keys("nim", variant, NIM_DEFAULTS)
+    piles = variant.get("piles", NIM_DEFAULTS["piles"])
+    if isinstance(piles, (str, bytes)) or not isinstance(piles, Sequence) or len(piles) == 0:
+        raise ArenaError(f"nim variant 'piles' must be a non-empty list of ints >= 1, got {piles!r}")
+    return {"piles": [require_int("nim", "piles", size, 1) for size in piles]}
+
+
+VARIANTS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
+    "kuhn": kuhn_variant, "tictactoe": tictactoe_variant, "liarsdice": liarsdice_variant, "nim": nim_variant,
+}
+GAME_IDS: tuple[str, ...] = tuple(VARIANTS)
+
+
+def check_game_id(game_id: Any) -> str:
+    """``game_id`` if arena has that game; an ArenaError listing the known ids otherwise."""
+    if not isinstance(game_id, str) or game_id not in VARIANTS:
+        raise ArenaError(f"unknown game id {game_id!r}; known games: {sorted(VARIANTS)}")
+    return game_id
+
+
+def validate_variant(game_id: str, variant: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The complete variant of ``game_id`` (defaults filled in); an ArenaError names a bad key or value."""
+    return VARIANTS[check_game_id(game_id)]({} if variant is None else variant)
+
+
+def game_label(game_id: str, variant: Mapping[str, Any]) -> str:
+    """``kuhn`` for the default variant, ``kuhn[rounds=5]`` otherwise: unique per (game, variant)."""
+    if not variant:
+        return game_id
+    inner = ",".join(f"{key}={json.dumps(variant[key], sort_keys=True)}" for key in sorted(variant))
+    return f"{game_id}[{inner}]"

@@ -1,0 +1,218 @@
+"""Validate all of params.yaml at once (every section, then the cross-section seed plan) before any stage works.
+
+Each stage loads only its own section, so on its own a bad value in a late stage's section (``roundeval``,
+``baseline``) surfaces only after the early stages have run for minutes. ``validate_all`` loads every
+section with the same config class its stage uses and adds the checks no single section can make (eval
+seeds disjoint from training seeds, seed blocks inside the training range, player specs, the rounds
+chain), raising the first problem as one ConfigError that names the key path, the value and what is
+allowed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from arena.core.config import ConfigError, load_section, require
+from arena.core.errors import ArenaError
+
+# params.yaml sections dvc.yaml lists under some stage's `params:` (DVC itself refuses a missing one).
+REQUIRED_SECTIONS = (
+    "base", "seeds", "probe", "rollouts", "eval", "baseline", "selfplay", "train", "pool", "roundeval", "rounds",
+    "loop", "rest", "curriculum",
+)
+# Sections a user may add: a frontier player's client settings, and a second tournament's players.
+OPTIONAL_SECTIONS = ("frontier", "tournament")
+# Sections whose view/temperature are checked by MLXPlayerConfig, which names them `player.view` and
+# `player.temperature`; its errors are re-keyed to the section they came from.
+_PLAYER_KEY = re.compile(r"^player\.(view|temperature|max_rows) ")
+# Sections listing player specs, and under which keys.
+PLAYER_LISTS = {"rollouts": ("players",), "baseline": ("players", "frontier"), "tournament": ("players", "frontier")}
+
+
+def _loaders() -> dict[str, Callable[[Mapping[str, Any]], Any]]:
+    """Each section's loader: the config class its stage builds it with (imported late: some pull in mlx)."""
+    from arena.core.seeds import SeedsConfig
+    from arena.eval.config import EvalConfig, RoundEvalConfig, TournamentConfig
+    from arena.play.config import ProbeConfig, RolloutsConfig
+    from arena.players.config import FrontierConfig
+    from arena.train.config import (
+        BaseConfig,
+        CurriculumConfig,
+        PoolConfig,
+        RestConfig,
+        SelfPlayConfig,
+        TrainConfig,
+        check_loop,
+    )
+
+    def section(cls: type, name: str) -> Callable[[Mapping[str, Any]], Any]:
+        return lambda params: load_section(cls, name, params)
+
+    return {
+        "base": section(BaseConfig, "base"),
+        "seeds": section(SeedsConfig, "seeds"),
+        "probe": section(ProbeConfig, "probe"),
+        "rollouts": section(RolloutsConfig, "rollouts"),
+        "eval": lambda params: EvalConfig.from_dict(params.get("eval"), "eval"),
+        "baseline": section(TournamentConfig, "baseline"),
+        "selfplay": section(SelfPlayConfig, "selfplay"),
+        "train": section(TrainConfig, "train"),
+        "pool": section(PoolConfig, "pool"),
+        "roundeval": section(RoundEvalConfig, "roundeval"),
+        "rounds": lambda params: check_rounds(params.get("rounds")),
+        "loop": check_loop,
+        "rest": section(RestConfig, "rest"),
+        "curriculum": section(CurriculumConfig, "curriculum"),
+        "frontier": section(FrontierConfig, "frontier"),
+        "tournament": section(TournamentConfig, "tournament"),
+    }
+
+
+def check_spec(key: str, spec: Any) -> None:
+    """A player spec's form, without loading it: a scripted name, ``mlx:PATH`` or ``openai:MODEL@BASE_URL``.
+
+    The model path is not required to exist: it is usually an artifact an earlier stage builds.
+    """
+    from arena.players.scripted import SCRIPTED
+    from arena.players.specs import SPEC_HELP, parse_spec
+
+    if not isinstance(spec, str):
+        raise ConfigError(f"{key} = {spec!r} must be a string player spec: {SPEC_HELP}")
+    if spec.startswith("mlx:"):
+        require(bool(spec[len("mlx:"):].strip()), key, spec, "mlx:PATH needs a model directory after 'mlx:'")
+    elif spec.startswith("openai:"):
+        try:
+            parse_spec(spec)
+        except ArenaError as error:
+            raise ConfigError(f"{key} = {spec!r} is invalid: {error}") from None
+    else:
+        require(spec in SCRIPTED, key, spec, f"expected {SPEC_HELP}")
+
+
+def check_game(key: str, game_id: Any, variant: Any) -> None:
+    """A game id the registry knows, and a variant that game accepts (``key`` names the game's key)."""
+    from arena.games.registry import get_spec
+
+    if not isinstance(game_id, str):
+        return  # the section's own type check reports it, naming the key
+    try:
+        spec = get_spec(game_id)
+    except ArenaError as error:
+        raise ConfigError(f"{key} = {game_id!r} is invalid: {error}") from None
+    if isinstance(variant, Mapping):
+        try:
+            spec.validate_variant(variant)
+        except ArenaError as error:
+            raise ConfigError(f"{key.rsplit('.', 1)[0]}.variant = {dict(variant)!r} is invalid: {error}") from None
+
+
+def check_rounds(rounds: Any) -> dict[str, tuple[int, int]]:
+    """``rounds:`` unrolls the GRPO rounds for dvc.yaml: ``{name: {n, prev}}``, each round starting from a snapshot
+    that exists (round 0's, or one an earlier round makes). Returns ``{name: (n, prev)}``."""
+    if not isinstance(rounds, Mapping) or not rounds:
+        raise ConfigError(f"rounds = {rounds!r} must be a non-empty mapping like {{r1: {{n: 1, prev: 0}}}}")
+    parsed: dict[str, tuple[int, int]] = {}
+    for name, entry in rounds.items():
+        key = f"rounds.{name}"
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{key} = {entry!r} must be a mapping {{n: N, prev: N-1}}")
+        unknown = sorted(set(entry) - {"n", "prev"})
+        if unknown:
+            raise ConfigError(f"unknown key {key}.{unknown[0]}; allowed keys in {key}: n, prev")
+        for field in ("n", "prev"):
+            if field not in entry:
+                raise ConfigError(f"missing required key {key}.{field} (int)")
+            value = entry[field]
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"{key}.{field} = {value!r} must be an integer, got {type(value).__name__}")
+        require(entry["n"] >= 1, f"{key}.n", entry["n"], "must be >= 1 (round 0 is the base model's snapshot)")
+        require(0 <= entry["prev"] < entry["n"], f"{key}.prev", entry["prev"], f"must be in [0, {entry['n']})")
+        parsed[str(name)] = (entry["n"], entry["prev"])
+    numbers = [n for n, _ in parsed.values()]
+    for name, (n, prev) in parsed.items():
+        require(numbers.count(n) == 1, f"rounds.{name}.n", n, "must be unique: another round has the same n")
+        require(prev == 0 or prev in numbers, f"rounds.{name}.prev", prev,
+                f"must be 0 or the n of another round (snapshots exist for {sorted({0, *numbers})})")
+    return parsed
+
+
+def _check_players(name: str, raw: Mapping[str, Any]) -> None:
+    """The player-spec lists of a section (``players``; ``frontier`` entries must be frontier specs)."""
+    for list_key in PLAYER_LISTS.get(name, ()):
+        specs = raw.get(list_key)
+        if not isinstance(specs, (list, tuple)):
+            continue  # absent (the default) or not a list: the section's own type check reports it
+        for index, spec in enumerate(specs):
+            key = f"{name}.{list_key}[{index}]"
+            if list_key == "frontier" and isinstance(spec, str):
+                require(spec.startswith("openai:"), key, spec, "each entry must be openai:MODEL@BASE_URL")
+            check_spec(key, spec)
+
+
+def _load(name: str, loader: Callable[[Mapping[str, Any]], Any], params: Mapping[str, Any]) -> Any:
+    """Run one section's loader after its game and player checks; re-key MLXPlayerConfig's ``player.*`` errors."""
+    raw = params.get(name)
+    if isinstance(raw, Mapping):
+        if "game" in raw:
+            check_game(f"{name}.game", raw["game"], raw.get("variant", {}))
+        _check_players(name, raw)
+    try:
+        return loader(params)
+    except ConfigError as error:
+        message = str(error)
+        if _PLAYER_KEY.match(message):
+            raise ConfigError(f"{name}.{message[len('player.'):]}") from None
+        raise
+
+
+def _check_plan(configs: Mapping[str, Any]) -> None:
+    """Checks across sections: the seed plan every stage relies on, computed with the stages' own functions."""
+    from arena.core.seeds import check_seed_ranges, format_range
+    from arena.train.grpo.round import round_seeds
+
+    seeds, evaluation = configs["seeds"], configs["eval"]
+    try:
+        check_seed_ranges(evaluation.seeds, seeds.reserved())
+    except ConfigError as error:
+        raise ConfigError(f"eval.seeds = {format_range(evaluation.seeds)} is invalid: {error}") from None
+    roundeval = configs["roundeval"]
+    require(roundeval.games <= len(evaluation.seeds), "roundeval.games", roundeval.games,
+            f"must fit in eval.seeds ({len(evaluation.seeds)} seeds)")
+    for index, game in enumerate(evaluation.games):
+        check_game(f"eval.games[{index}].id", game.game_id, game.variant)
+    rollouts = configs["rollouts"]
+    # build_shard gives shard k the deals [k * deals, (k + 1) * deals) of the training range.
+    deals = (rollouts.games_per_shard + 1) // 2
+    last = max(rollouts.shards, default=0)
+    stop = seeds.train_start + (last + 1) * deals
+    require(stop <= seeds.train_end, "rollouts.shards", list(rollouts.shards),
+            f"shard {last} of {rollouts.games_per_shard} games needs training seeds up to {stop} but "
+            f"seeds.train_end = {seeds.train_end}; use fewer or smaller shards, or raise seeds.train_end")
+    last_round = max(n for n, _ in configs["rounds"].values())
+    round_seeds(seeds, configs["selfplay"], last_round)
+
+
+def validate_all(params: Mapping[str, Any]) -> None:
+    """Load every section of ``params`` (a parsed params.yaml) and check the plan across them.
+
+    Raises the first problem as a ConfigError naming the key path, the value and what is allowed:
+    an unknown or missing section, any section's unknown key, wrong type or out-of-range value, an
+    unknown game, variant or player spec, and seed ranges that overlap or overflow.
+    """
+    if not isinstance(params, Mapping):
+        raise ConfigError(f"params.yaml must be a mapping of sections, got {type(params).__name__}")
+    allowed = (*REQUIRED_SECTIONS, *OPTIONAL_SECTIONS)
+    unknown = [name for name in params if name not in allowed]
+    if unknown:
+        raise ConfigError(f"unknown section {unknown[0]!r} in params.yaml; allowed sections: {', '.join(allowed)}")
+    missing = [name for name in REQUIRED_SECTIONS if name not in params]
+    if missing:
+        raise ConfigError(
+            f"missing section {missing[0]!r} in params.yaml: dvc.yaml's stages read it; copy it from the "
+            "default params.yaml"
+        )
+    loaders = _loaders()
+    configs = {name: _load(name, loaders[name], params) for name in allowed if name in params}
+    _check_plan(configs)

@@ -1,0 +1,182 @@
+"""Lockstep play of many games between two players: every pending decision of a player goes out in one batch."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tqdm import tqdm
+
+from arena.core.hashing import digest_bytes
+from arena.games.base import Game, Observation
+from arena.games.registry import make_game
+from arena.players.base import Decision, Player
+
+# No game in scope lasts this long; a player stuck re-prompting forever is stopped and recorded as errored.
+MAX_ACTIONS = 400
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One scheduled game: its deal seed, the seat of the match's first player, and a sampling salt."""
+
+    seed: int
+    first_seat: int
+    salt: int = 0
+
+
+def duplicate_schedule(seeds: Sequence[int], games: int, salt: int = 0) -> list[Slot]:
+    """Each seed is played twice with seats swapped (game k: seed ``seeds[k // 2]``, seat ``k % 2``).
+
+    Replaying a deal from both seats cancels the luck of the deal, so fewer games separate two players.
+    """
+    if games < 0:
+        raise ValueError(f"games = {games} must be >= 0")
+    needed = (games + 1) // 2
+    if len(seeds) < needed:
+        raise ValueError(f"{games} games need {needed} seeds, got {len(seeds)}")
+    return [Slot(seeds[k // 2], k % 2, salt) for k in range(games)]
+
+
+def sample_key(slot: Slot, turn: int) -> int:
+    """A decision's sampling key: a function of the game alone, never of what else is in the batch.
+
+    The seat order is part of it, so the two seat-swapped plays of one deal draw independent samples.
+    """
+    text = f"{slot.seed}:{slot.salt}:{slot.first_seat}:{turn}"
+    return int.from_bytes(bytes.fromhex(digest_bytes(text.encode())[:16]), "big")
+
+
+@dataclass
+class _Running:
+    index: int
+    slot: Slot
+    game: Game
+    seats: tuple[Player, Player]
+    decisions: list[dict[str, Any]]
+    error: str | None = None
+
+
+def _record(run: _Running, game_id: str, variant: Mapping[str, Any], pins: list[dict[str, Any]]) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "game_id": game_id,
+        "variant": dict(run.game.variant),
+        "seed": run.slot.seed,
+        "salt": run.slot.salt,
+        "first_seat": run.slot.first_seat,
+        "players": [p.spec for p in run.seats],
+        "pins": pins,
+        "actions": list(run.game.actions),
+        "decisions": run.decisions,
+        "errored": run.error is not None,
+        "error": run.error,
+    }
+    if run.error is None:
+        result = run.game.result()
+        record.update(
+            rewards=list(result.rewards),
+            round_rewards=[list(r) for r in result.round_rewards],
+            invalid_moves=list(result.invalid_moves),
+            forfeit_by=result.forfeit_by,
+            reason=result.reason,
+            transcript_digest=result.transcript_digest,
+            turns=result.turns,
+        )
+    else:
+        record.update(rewards=None, round_rewards=None, invalid_moves=None, forfeit_by=None,
+                      reason=run.error, transcript_digest=None, turns=None)
+    return record
+
+
+def _apply(run: _Running, observation: Observation, decision: Decision) -> None:
+    run.decisions.append({
+        "player": observation.player_id,
+        "observation": observation.compact,
+        "text": observation.text,
+        "legal": list(observation.legal_actions),
+        "info_set": observation.info_set,
+        "action": decision.action,
+        "logprob": decision.logprob,
+        "model_id": decision.model_id,
+    })
+    if decision.error is not None:
+        run.error = decision.error
+        return
+    run.game.step(decision.action)
+    if len(run.game.actions) >= MAX_ACTIONS and not run.game.done:
+        run.error = f"stopped after {MAX_ACTIONS} actions without an end"
+
+
+def play_match(
+    game_id: str,
+    players: tuple[Player, Player],
+    schedule: Sequence[Slot],
+    *,
+    variant: Mapping[str, Any] | None = None,
+    concurrency: int = 64,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Play every scheduled game between ``players`` and return one record per game, in schedule order.
+
+    Up to ``concurrency`` games run in lockstep; at each step every game waiting on the same player is
+    sent to it in one ``act_batch`` call. A player's error (or exception) stops only the games it was
+    deciding, which are recorded as errored and counted for neither side.
+    """
+    if concurrency < 1:
+        raise ValueError(f"concurrency = {concurrency} must be >= 1")
+    pins = [players[0].pin(), players[1].pin()]
+    records: dict[int, dict[str, Any]] = {}
+    pending = list(enumerate(schedule))[::-1]
+    running: list[_Running] = []
+    bar = tqdm(total=len(schedule), desc=f"{game_id}: {players[0].spec} vs {players[1].spec}", unit="game",
+               file=sys.stderr, disable=None if progress else True, leave=False)
+    while pending or running:
+        while pending and len(running) < concurrency:
+            index, slot = pending.pop()
+            seats = (players[0], players[1]) if slot.first_seat == 0 else (players[1], players[0])
+            running.append(_Running(index, slot, make_game(game_id, slot.seed, variant), seats, []))
+        # Self-play passes the same object twice: ask it once per step, about every game it is to move in.
+        for player in dict.fromkeys(players):
+            waiting = [r for r in running
+                       if r.error is None and not r.game.done and r.seats[r.game.current_player] is player]
+            if not waiting:
+                continue
+            observations = [r.game.observation() for r in waiting]
+            observations = [
+                _with_key(o, r.slot, len(r.game.actions)) for o, r in zip(observations, waiting, strict=True)
+            ]
+            try:
+                decisions = player.act_batch(observations)
+            except Exception as error:  # noqa: BLE001 -- a failing player is recorded, not fatal
+                decisions = [Decision("", error=f"{type(error).__name__}: {error}")] * len(waiting)
+            for run, observation, decision in zip(waiting, observations, decisions, strict=True):
+                _apply(run, observation, decision)
+        still = []
+        for run in running:
+            if run.error is not None or run.game.done:
+                records[run.index] = _record(run, game_id, variant or {}, [pins[s] for s in _seat_pins(run.slot)])
+                bar.update(1)
+            else:
+                still.append(run)
+        running = still
+    bar.close()
+    return [records[i] for i in range(len(schedule))]
+
+
+def _seat_pins(slot: Slot) -> tuple[int, int]:
+    return (0, 1) if slot.first_seat == 0 else (1, 0)
+
+
+def _with_key(observation: Observation, slot: Slot, turn: int) -> Observation:
+    return replace(observation, sample_key=sample_key(slot, turn))
+
+
+def timed_match(*args: Any, **kwargs: Any) -> tuple[list[dict[str, Any]], float]:
+    """``play_match`` plus its games per second (wall clock)."""
+    start = time.perf_counter()
+    records = play_match(*args, **kwargs)
+    elapsed = time.perf_counter() - start
+    return records, (len(records) / elapsed if elapsed > 0 else float("inf"))

@@ -1,0 +1,126 @@
+"""The reward-audit gate: degenerate policies must not score, the oracle must, and random play must be fair."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from arena.games.base import Observation
+from arena.play.config import ProbeConfig
+from arena.play.match import duplicate_schedule, play_match
+from arena.play.stats import summarize_match
+from arena.players.base import Decision, Player
+from arena.players.scripted import make_scripted
+
+
+@dataclass(frozen=True)
+class Check:
+    """One audited property: what was measured, what it had to satisfy, and whether it did."""
+
+    game: str
+    name: str
+    measured: str
+    requirement: str
+    passed: bool
+
+
+class AggressivePlayer(Player):
+    """Always bets or calls: wins chips in TextArena's unpatched Kuhn, where betting costs nothing."""
+
+    spec = "aggressive"
+
+    def act(self, observation: Observation) -> Decision:
+        for action in ("[bet]", "[call]"):
+            if action in observation.legal_actions:
+                return Decision(action)
+        return Decision(observation.legal_actions[0])
+
+    def pin(self) -> dict[str, str]:
+        return {"kind": "scripted", "name": self.spec}
+
+
+def _mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
+    """Mean and its normal-approximation 95% interval."""
+    n = len(values)
+    mean = sum(values) / n
+    var = sum((v - mean) ** 2 for v in values) / max(n - 1, 1)
+    half = 1.96 * math.sqrt(var / n)
+    return mean, mean - half, mean + half
+
+
+def _rate_text(rate: dict[str, float]) -> str:
+    return f"win rate {rate['rate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}]"
+
+
+def _chips_per_round(records: list[dict], seat_of: str) -> list[float]:
+    """Per round chips won by the match's first player (``seat_of`` = its spec)."""
+    chips = []
+    for record in records:
+        if record["errored"]:
+            continue
+        seat = record["players"].index(seat_of)
+        chips.extend(r[seat] for r in record["round_rewards"])
+    return chips
+
+
+def audit_game(game: str, config: ProbeConfig, progress: bool = False) -> list[Check]:
+    """All checks for one game, each from its own match on fixed seeds."""
+    n = config.games_for(game)
+    seeds = list(range(config.seed, config.seed + (n + 1) // 2))
+    schedule = duplicate_schedule(seeds, n)
+    random_player = make_scripted("random")
+
+    def match(player: Player) -> tuple[list[dict], dict]:
+        records = play_match(game, (player, random_player), schedule, progress=progress)
+        return records, summarize_match(records, player.spec, random_player.spec)
+
+    checks = []
+    for name in ("staller", "spammer"):
+        _, summary = match(make_scripted(name))
+        wins = summary["wins"]["p0"]
+        checks.append(Check(game, f"{name} vs random", f"{wins} wins / {summary['games']}", "0 wins", wins == 0))
+    oracle_records, summary = match(make_scripted("oracle"))
+    if game == "kuhn":
+        # A Nash policy maximises chips, not hands won (it folds weak cards), so Kuhn is judged in chips.
+        mean, low, high = _mean_ci(_chips_per_round(oracle_records, "oracle"))
+        checks.append(Check(game, "oracle vs random", f"chips/round {mean:+.3f} [{low:+.3f}, {high:+.3f}]",
+                            "95% lower bound > 0", low > 0))
+    else:
+        rate = summary["p0_win_rate"]
+        checks.append(Check(game, "oracle vs random", _rate_text(rate), "Wilson lower bound > 0.5", rate["low"] > 0.5))
+    mirror = make_scripted("random")
+    mirror.spec = "random-b"
+    records = play_match(game, (random_player, mirror), schedule, progress=progress)
+    rate = summarize_match(records, random_player.spec, mirror.spec)["p0_win_rate"]
+    checks.append(Check(game, "random vs random", _rate_text(rate),
+                        "interval contains the seat-fair 0.5", rate["low"] <= 0.5 <= rate["high"]))
+    if game == "kuhn":
+        aggressive = AggressivePlayer()
+        records = play_match(game, (aggressive, make_scripted("oracle")), schedule, progress=progress)
+        mean, low, high = _mean_ci(_chips_per_round(records, aggressive.spec))
+        checks.append(Check(game, "always bet/call vs oracle", f"chips/round {mean:+.3f} [{low:+.3f}, {high:+.3f}]",
+                            "no gain: 95% lower bound <= 0", low <= 0))
+    return checks
+
+
+def run_probe(config: ProbeConfig, progress: bool = False) -> list[Check]:
+    """Audit every configured game; the gate passes when every check passes."""
+    return [check for game in config.games for check in audit_game(game, config, progress)]
+
+
+def print_checks(checks: Sequence[Check]) -> None:
+    """The audit as a table on stdout, then each violation named."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="reward audit")
+    for column in ("game", "check", "measured", "requirement", "result"):
+        table.add_column(column)
+    for check in checks:
+        table.add_row(check.game, check.name, check.measured, check.requirement, "pass" if check.passed else "FAIL")
+    console = Console()
+    console.print(table)
+    for check in checks:
+        if not check.passed:
+            console.print(f"VIOLATION {check.game}: {check.name}: {check.measured} (needs {check.requirement})")

@@ -1,0 +1,37 @@
+"""The `rollouts` stage: one shard of games between configured players, written atomically with its meta.json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from arena.core.artifacts import atomic_dir
+from arena.core.config import as_dict, require
+from arena.core.hashing import digest_path
+from arena.core.pins import write_meta
+from arena.core.seeds import SeedsConfig
+from arena.play.config import RolloutsConfig
+from arena.play.match import duplicate_schedule, play_match
+from arena.play.records import SHARD_FILE, write_shard
+from arena.players.build import make_player
+from arena.players.config import MLXPlayerConfig
+
+
+def _model_inputs(specs: tuple[str, ...]) -> dict[str, str]:
+    return {spec: digest_path(spec[4:]) for spec in specs if spec.startswith("mlx:")}
+
+
+def build_shard(config: RolloutsConfig, seeds: SeedsConfig, shard: int, out_dir: str | Path,
+                progress: bool = True) -> int:
+    """Play shard ``shard``'s games (its own block of training seeds) and write ``out_dir``."""
+    require(shard in config.shards, "--shard", shard, f"must be one of rollouts.shards = {list(config.shards)}")
+    deals = (config.games_per_shard + 1) // 2
+    block = seeds.train_block(shard * deals, deals, "rollouts.games_per_shard")
+    mlx_config = MLXPlayerConfig(view=config.view, temperature=config.temperature)
+    players = tuple(make_player(spec, mlx_config=mlx_config) for spec in config.players)
+    records = play_match(config.game, players, duplicate_schedule(block, config.games_per_shard),
+                         variant=config.variant, progress=progress)
+    with atomic_dir(out_dir) as tmp:
+        count = write_shard(tmp / SHARD_FILE, records)
+        write_meta(tmp, inputs=_model_inputs(config.players),
+                   config={**as_dict(config), "shard": shard, "seeds": [block.start, block.stop]})
+    return count

@@ -1,0 +1,74 @@
+"""Player configs: how a local model is prompted and sampled, and how a frontier endpoint is called (light)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from arena.core.config import require, require_choice
+
+# An answer of at most MAX_MAX_TOKENS tokens is at most ~16 KiB of text; arena.players.frontier caps reply bodies.
+MAX_MAX_TOKENS = 4096
+FRONTIER_VIEWS = ("full", "compact")
+DEFAULT_SYSTEM_PROMPT = (
+    "You are playing a two-player text game. Each turn you are shown the game so far and the list of "
+    "legal actions. Reply with exactly one of the legal actions, copied verbatim including its square "
+    "brackets, and nothing else."
+)
+
+
+VIEWS = ("compact", "full")
+
+
+@dataclass(frozen=True)
+class MLXPlayerConfig:
+    """How a model is prompted and sampled; part of the player's config hash."""
+
+    view: str = "compact"
+    temperature: float = 1.0
+    max_rows: int = 256
+
+    def __post_init__(self) -> None:
+        require_choice("player.view", self.view, VIEWS)
+        require(self.temperature >= 0.0, "player.temperature", self.temperature, "must be >= 0 (0 = greedy)")
+        require(self.max_rows >= 1, "player.max_rows", self.max_rows, "must be >= 1")
+
+
+@dataclass(frozen=True)
+class FrontierConfig:
+    """How a frontier player talks to its endpoint (params section ``frontier:``).
+
+    ``max_calls`` caps real chat-completion HTTP attempts per player instance, each retry included;
+    cache hits are free. ``max_retries`` is the number of retries after the first attempt; retry ``i``
+    waits ``backoff_s * 2**i`` (at least the server's Retry-After on 429/503), never more than
+    ``max_wait_s``. ``seed`` is mixed with each observation's ``sample_key`` into the request seed, so
+    different decisions draw different samples and a rerun hits the cache.
+    """
+
+    api_key_env: str = "OPENAI_API_KEY"
+    max_calls: int = 200
+    timeout_s: float = 30.0
+    max_retries: int = 3
+    backoff_s: float = 1.0
+    max_wait_s: float = 30.0
+    temperature: float = 1.0
+    max_tokens: int = 32
+    seed: int = 0
+    view: str = "full"
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+
+    def __post_init__(self) -> None:
+        require(bool(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env)), "frontier.api_key_env",
+                self.api_key_env, "the NAME of an environment variable (letters, digits, _), never the key itself")
+        require(self.max_calls >= 0, "frontier.max_calls", self.max_calls, "must be >= 0 (0 = replay from cache only)")
+        require(self.timeout_s > 0, "frontier.timeout_s", self.timeout_s, "must be > 0 seconds")
+        require(self.max_retries >= 0, "frontier.max_retries", self.max_retries, "must be >= 0")
+        require(self.backoff_s >= 0, "frontier.backoff_s", self.backoff_s, "must be >= 0 seconds")
+        require(self.max_wait_s >= self.backoff_s, "frontier.max_wait_s", self.max_wait_s,
+                f"must be >= frontier.backoff_s = {self.backoff_s}")
+        require(0.0 <= self.temperature <= 2.0, "frontier.temperature", self.temperature, "must be in [0, 2]")
+        require(1 <= self.max_tokens <= MAX_MAX_TOKENS, "frontier.max_tokens", self.max_tokens,
+                f"must be in [1, {MAX_MAX_TOKENS}]")
+        require(self.seed >= 0, "frontier.seed", self.seed, "must be >= 0")
+        require_choice("frontier.view", self.view, FRONTIER_VIEWS)
+        require(bool(self.system_prompt.strip()), "frontier.system_prompt", self.system_prompt, "must not be empty")

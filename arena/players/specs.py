@@ -1,0 +1,90 @@
+"""Player specs as text: their forms, parsed and checked without building a player (what params checks need)."""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+import urllib.parse
+
+from arena.core.errors import ArenaError
+
+SPEC_HELP = "random, first, oracle, eps-oracle:EPS (EPS in [0, 1]), staller, spammer, mlx:PATH or openai:MODEL@BASE_URL"
+# The scripted players' names (arena.players.scripted maps each to its class; a test keeps the two in step).
+SCRIPTED_NAMES = ("random", "first", "oracle", "staller", "spammer")
+SPEC_PREFIX = "openai:"
+
+
+EPS_ORACLE = "eps-oracle:"
+
+
+def parse_epsilon(spec: str) -> float:
+    """The epsilon of an ``eps-oracle:EPS`` spec; a ValueError names the spec and the allowed range."""
+    text = spec[len(EPS_ORACLE):] if spec.startswith(EPS_ORACLE) else None
+    try:
+        epsilon = float(text) if text is not None else math.nan
+    except ValueError:
+        epsilon = math.nan
+    if not 0.0 <= epsilon <= 1.0:  # also rejects NaN
+        raise ValueError(f"player spec {spec!r} is invalid: write eps-oracle:EPS with EPS a number in [0, 1] "
+                         "(1 plays uniformly at random, 0 is the oracle)")
+    return epsilon
+
+
+def is_scripted(spec: str) -> bool:
+    """Whether ``spec`` names a scripted player (a fixed name, or a well-formed ``eps-oracle:EPS``)."""
+    if spec in SCRIPTED_NAMES:
+        return True
+    if isinstance(spec, str) and spec.startswith(EPS_ORACLE):
+        try:
+            parse_epsilon(spec)
+        except ValueError:
+            return False
+        return True
+    return False
+
+
+class FrontierError(ArenaError):
+    """A frontier player spec or endpoint the user must fix (bad spec, unreachable server, refused key)."""
+
+
+_SPEC_RE = re.compile(r"^openai:(?P<model>.+?)@(?P<url>https?://.+)$", re.DOTALL)
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """Split ``openai:MODEL@BASE_URL`` into ``(model, base_url)``; the URL loses any trailing slash.
+
+    The model may itself contain ``@`` or ``/`` (a local path): the URL starts at the first ``@http``.
+    """
+    example = "e.g. openai:gpt-4o-mini@https://api.openai.com/v1 or openai:default_model@http://127.0.0.1:8080/v1"
+    if not isinstance(spec, str) or not spec.startswith(SPEC_PREFIX):
+        raise FrontierError(f"frontier player spec {spec!r} must start with {SPEC_PREFIX!r}: {example}")
+    match = _SPEC_RE.match(spec)
+    if match is None:
+        raise FrontierError(
+            f"frontier player spec {spec!r} must be openai:MODEL@BASE_URL with an http(s) URL: {example}"
+        )
+    model = match.group("model")
+    if model != model.strip() or any(unicodedata.category(c) == "Cc" for c in model):
+        raise FrontierError(f"model name {model!r} in spec {spec!r} has surrounding spaces or control characters")
+    return model, normalise_base_url(match.group("url"))
+
+
+def normalise_base_url(url: str) -> str:
+    """Check an endpoint URL (http/https, a host, no credentials, query or fragment); drop a trailing slash."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise FrontierError(f"endpoint URL {url!r} must be http:// or https:// with a host, e.g. http://127.0.0.1:8080/v1")
+    if parts.username is not None or parts.password is not None:
+        # Credentials in the URL would end up in pins and cache records: keys belong in the environment.
+        raise FrontierError(
+            f"endpoint URL for host {parts.hostname!r} contains credentials: remove them and put the key in "
+            "the environment variable named by frontier.api_key_env"
+        )
+    if parts.query or parts.fragment:
+        raise FrontierError(f"endpoint URL {url!r} must not have a query or fragment: give the base URL (…/v1)")
+    try:
+        parts.port  # noqa: B018 -- urlsplit validates the port lazily
+    except ValueError as error:
+        raise FrontierError(f"endpoint URL {url!r} has an invalid port: {error}") from None
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))

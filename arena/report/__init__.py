@@ -1,0 +1,1 @@
+"""Publishing results: the leaderboard, headline metrics and the offline HTML report."""

@@ -1,0 +1,217 @@
+"""Configs of the training stages: base model, self-play GRPO, opponent pool, ReST-EM and its curriculum."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+from arena.core.config import require, require_choice
+from arena.games.variants import check_game_id
+from arena.players.config import MLXPlayerConfig
+from arena.players.specs import SCRIPTED_NAMES
+
+QUANTS = {"none": None, "q8": 8, "q4": 4}
+
+
+@dataclass(frozen=True)
+class BaseConfig:
+    """params.yaml ``base:`` section."""
+
+    source: str = "embedded"
+    quant: str = "none"
+    seed: int = 0
+    hidden_size: int = 128
+    num_layers: int = 4
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    intermediate_size: int = 384
+    vocab_size: int = 1024
+    max_position_embeddings: int = 1024
+
+    def __post_init__(self) -> None:
+        require_choice("base.quant", self.quant, QUANTS)
+        require(bool(self.source), "base.source", self.source, "'embedded', a local model directory or a hub id")
+        for key in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size",
+                    "max_position_embeddings"):
+            require(getattr(self, key) >= 1, f"base.{key}", getattr(self, key), "must be >= 1")
+        require(self.vocab_size >= 300, "base.vocab_size", self.vocab_size,
+                "must be >= 300 (256 byte tokens + specials + game tokens)")
+        require(self.hidden_size % self.num_heads == 0, "base.hidden_size", self.hidden_size,
+                f"must be divisible by base.num_heads = {self.num_heads}")
+        require(self.num_heads % self.num_kv_heads == 0, "base.num_kv_heads", self.num_kv_heads,
+                f"must divide base.num_heads = {self.num_heads}")
+
+
+METHODS = ("full", "lora")
+
+
+LR_DECAYS = ("constant", "inverse_sqrt")
+
+
+REFERENCES = ("base", "previous")
+
+
+@dataclass(frozen=True)
+class SelfPlayConfig:
+    """params.yaml ``selfplay:`` section: what each round's rollouts play."""
+
+    game: str = "kuhn"
+    variant: Mapping[str, Any] = field(default_factory=dict)
+    deals_per_round: int = 1024
+    group_size: int = 2
+    view: str = "compact"
+    temperature: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_game_id(self.game)
+        require(self.deals_per_round >= 1, "selfplay.deals_per_round", self.deals_per_round, "must be >= 1")
+        require(self.group_size >= 2 and self.group_size % 2 == 0, "selfplay.group_size", self.group_size,
+                "must be an even number >= 2 (each deal is played from both seats)")
+        MLXPlayerConfig(view=self.view, temperature=self.temperature)
+        require(self.temperature > 0, "selfplay.temperature", self.temperature,
+                "must be > 0: GRPO needs sampled moves and their log-probabilities")
+
+    @property
+    def games_per_round(self) -> int:
+        return self.deals_per_round * self.group_size
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """params.yaml ``train:`` section: the GRPO optimisation of one round."""
+
+    method: str = "full"
+    lr: float = 1.0e-3
+    lr_decay: str = "inverse_sqrt"
+    steps: int = 32
+    batch_size: int = 512
+    beta: float = 0.05
+    clip_eps: float = 0.2
+    reference: str = "base"
+    normalise_std: bool = False
+    drop_zero_groups: bool = True
+    invalid_penalty: float = 0.0
+    lora_rank: int = 8
+    lora_layers: int = 4
+    lora_scale: float = 20.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        require_choice("train.method", self.method, METHODS)
+        require_choice("train.lr_decay", self.lr_decay, LR_DECAYS)
+        require_choice("train.reference", self.reference, REFERENCES)
+        require(self.lr > 0 and math.isfinite(self.lr), "train.lr", self.lr, "must be a positive float")
+        require(self.steps >= 1, "train.steps", self.steps, "must be >= 1")
+        require(self.batch_size >= 1, "train.batch_size", self.batch_size, "must be >= 1")
+        require(self.beta >= 0, "train.beta", self.beta, "must be >= 0 (0 disables the KL penalty)")
+        require(0 < self.clip_eps < 1, "train.clip_eps", self.clip_eps, "must be in (0, 1)")
+        require(self.invalid_penalty >= 0, "train.invalid_penalty", self.invalid_penalty, "must be >= 0")
+        require(self.lora_rank >= 1, "train.lora_rank", self.lora_rank, "must be >= 1")
+        require(self.lora_layers >= 1, "train.lora_layers", self.lora_layers, "must be >= 1")
+
+
+SAMPLING = ("latest", "uniform", "lagged")
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """params.yaml ``pool:`` section."""
+
+    sampling: str = "latest"
+    lag: int = 2
+    window: int = 0
+    scripted: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        require_choice("pool.sampling", self.sampling, SAMPLING)
+        require(self.lag >= 1, "pool.lag", self.lag, "must be >= 1")
+        require(self.window >= 0, "pool.window", self.window, "must be >= 0 (0 keeps every snapshot)")
+        for spec in self.scripted:
+            require(spec in SCRIPTED_NAMES, "pool.scripted", spec,
+                    "expected scripted players from " + ", ".join(SCRIPTED_NAMES))
+
+
+LOOPS = ("grpo", "rest")
+
+
+INITS = ("base", "previous")
+
+
+def check_loop(params: Mapping[str, Any]) -> str:
+    """params.yaml's top-level ``loop`` (``grpo`` when absent): which self-improvement method the rounds run."""
+    loop = params.get("loop", "grpo")
+    require_choice("loop", loop, LOOPS)
+    return loop
+
+
+@dataclass(frozen=True)
+class RestConfig:
+    """params.yaml ``rest:`` section: sampling, the win set, and the LoRA SFT of one ReST-EM round."""
+
+    samples_per_seed: int = 4
+    seeds_per_round: int = 256
+    temperature: float = 1.0
+    view: str = "compact"
+    replay_games: int = 1024
+    keep_forfeit_wins: bool = False
+    init: str = "base"
+    lr: float = 3.0e-4
+    iters: int = 64
+    batch_size: int = 32
+    lora_rank: int = 8
+    lora_layers: int = 4
+    lora_scale: float = 20.0
+    audit_games: int = 64
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        require(self.samples_per_seed >= 1, "rest.samples_per_seed", self.samples_per_seed,
+                "must be >= 1 (K games are sampled per training seed)")
+        require(self.seeds_per_round >= 1, "rest.seeds_per_round", self.seeds_per_round, "must be >= 1")
+        require(self.temperature > 0, "rest.temperature", self.temperature,
+                "must be > 0: ReST samples the model's own moves (0 would replay one line per deal)")
+        MLXPlayerConfig(view=self.view, temperature=self.temperature)
+        require(self.replay_games >= 0, "rest.replay_games", self.replay_games, "must be >= 0 (0 disables replay)")
+        require_choice("rest.init", self.init, INITS)
+        require(self.lr > 0 and math.isfinite(self.lr), "rest.lr", self.lr, "must be a positive float")
+        require(self.iters >= 1, "rest.iters", self.iters, "must be >= 1")
+        require(self.batch_size >= 1, "rest.batch_size", self.batch_size, "must be >= 1")
+        require(self.lora_rank >= 1, "rest.lora_rank", self.lora_rank, "must be >= 1")
+        require(self.lora_layers >= 1, "rest.lora_layers", self.lora_layers, "must be >= 1")
+        require(self.lora_scale > 0, "rest.lora_scale", self.lora_scale, "must be > 0")
+        require(self.audit_games >= 1, "rest.audit_games", self.audit_games, "must be >= 1")
+
+    @property
+    def player_config(self) -> MLXPlayerConfig:
+        return MLXPlayerConfig(view=self.view, temperature=self.temperature)
+
+
+@dataclass(frozen=True)
+class CurriculumConfig:
+    """params.yaml ``curriculum:`` section: the task ladder, the band and the probe size."""
+
+    epsilons: tuple[float, ...] = (1.0, 0.5, 0.0)
+    variants: tuple[Mapping[str, Any], ...] = field(default_factory=lambda: ({},))
+    band_low: float = 0.3
+    band_high: float = 0.7
+    probe_games: int = 64
+    max_tasks: int = 2
+
+    def __post_init__(self) -> None:
+        require(0.0 <= self.band_low <= 1.0, "curriculum.band_low", self.band_low, "must lie in [0, 1]")
+        require(0.0 <= self.band_high <= 1.0, "curriculum.band_high", self.band_high, "must lie in [0, 1]")
+        require(self.band_low < self.band_high, "curriculum.band_high", self.band_high,
+                f"must be > curriculum.band_low = {self.band_low} (the band is empty or inverted)")
+        require(len(self.epsilons) >= 1, "curriculum.epsilons", list(self.epsilons), "list at least one epsilon")
+        for index, epsilon in enumerate(self.epsilons):
+            require(0.0 <= epsilon <= 1.0, f"curriculum.epsilons[{index}]", epsilon,
+                    "must lie in [0, 1] (1 = uniformly random opponent, 0 = the oracle)")
+        require(all(a > b for a, b in pairwise(self.epsilons)), "curriculum.epsilons",
+                list(self.epsilons), "must be strictly decreasing: the ladder runs from easiest to hardest")
+        require(len(self.variants) >= 1, "curriculum.variants", list(self.variants),
+                "list at least one game variant ({} is the game's default)")
+        require(self.probe_games >= 2, "curriculum.probe_games", self.probe_games, "must be >= 2")
+        require(self.max_tasks >= 1, "curriculum.max_tasks", self.max_tasks, "must be >= 1")

@@ -1,0 +1,1 @@
+"""Self-play GRPO: the loss and advantages (pure), round rollouts against the pool, and the training round."""

@@ -1,0 +1,289 @@
+"""Self-play GRPO on a language model: round configs, rollouts against the pool, and one training round."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from arena.core.artifacts import atomic_dir
+from arena.core.config import as_dict
+from arena.core.hashing import digest_path
+from arena.core.pins import write_meta
+from arena.core.seeds import SeedsConfig
+from arena.games.base import Observation
+from arena.play.match import Slot, play_match
+from arena.play.records import SHARD_FILE, read_shard, write_shard
+from arena.players.base import Player
+from arena.players.build import make_player
+from arena.players.config import MLXPlayerConfig
+from arena.players.mlx import MLXPlayer
+from arena.train.config import SelfPlayConfig, TrainConfig
+from arena.train.fuse import save_fused
+from arena.train.pool import load_pool, sample_opponents
+
+# ----------------------------------------------------------------------------------------------- rollouts
+
+
+# Self-play rounds draw from the upper half of the training range; the base rollouts use the lower half.
+_SELFPLAY_OFFSET = 500_000
+
+
+def round_seeds(seeds: SeedsConfig, config: SelfPlayConfig, round_number: int) -> range:
+    """Round r's deal seeds: its own block of the training range, never reused by another round."""
+    start = _SELFPLAY_OFFSET + (round_number - 1) * config.deals_per_round
+    return seeds.train_block(start, config.deals_per_round, "selfplay.deals_per_round")
+
+
+def selfplay_schedule(deals: range, group_size: int) -> list[Slot]:
+    """Every deal ``group_size`` times: seats alternate, and each repeat has its own sampling salt."""
+    return [Slot(seed, k % 2, salt=k // 2) for seed in deals for k in range(group_size)]
+
+
+def play_round(snapshot: str | Path, pool_file: str | Path, config: SelfPlayConfig, seeds: SeedsConfig,
+               round_number: int, out_dir: str | Path, progress: bool = True) -> int:
+    """Rollouts@r: the snapshot plays each deal against an opponent drawn from the pool; write the shard."""
+    mlx_config = MLXPlayerConfig(view=config.view, temperature=config.temperature)
+    learner = MLXPlayer(snapshot, mlx_config)
+    pool = load_pool(pool_file)
+    deals = round_seeds(seeds, config, round_number)
+    opponents = sample_opponents(pool, len(deals), seed=round_number)
+    cache: dict[str, Player] = {}
+    records: dict[tuple[int, int, int], dict[str, Any]] = {}
+    for spec in sorted(set(opponents)):
+        if spec == learner.spec:
+            opponent = learner
+        else:
+            opponent = cache.setdefault(spec, make_player(spec, mlx_config=mlx_config))
+        mine = [d for d, s in zip(deals, opponents, strict=True) if s == spec]
+        schedule = selfplay_schedule(mine, config.group_size)
+        for slot, record in zip(schedule, play_match(config.game, (learner, opponent), schedule,
+                                                     variant=config.variant, progress=progress), strict=True):
+            records[(slot.seed, slot.salt, slot.first_seat)] = record
+    ordered = [records[key] for key in sorted(records)]
+    with atomic_dir(out_dir) as tmp:
+        count = write_shard(tmp / SHARD_FILE, ordered)
+        write_meta(tmp, inputs={"snapshot": digest_path(snapshot), "pool": digest_path(pool_file)},
+                   config={**as_dict(config), "round": round_number, "seeds": [deals.start, deals.stop],
+                           "learner": learner.spec})
+    return count
+
+
+# ----------------------------------------------------------------------------------------------- training data
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """The learner's decisions of a round, flattened: what was seen, what was chosen, and its advantage."""
+
+    observations: list[Observation]
+    chosen: np.ndarray          # index into each observation's legal actions
+    logp_old: np.ndarray        # log-probability the sampling policy gave the choice
+    advantages: np.ndarray
+    zero_group: np.ndarray
+    rewards: np.ndarray         # the learner's reward in the decision's game
+
+
+def learner_decisions(records: Sequence[Mapping[str, Any]], learner_spec: str, config: TrainConfig) -> Decisions:
+    """The learner's decisions with group advantages (a group = every game played from one deal)."""
+    from arena.train.grpo.loss import group_advantages
+
+    games = []
+    for record in records:
+        if record["errored"]:
+            continue
+        seat = record["first_seat"]
+        if record["players"][seat] != learner_spec:
+            raise ValueError(f"record seed {record['seed']}: seat {seat} is {record['players'][seat]}, "
+                             f"not the learner {learner_spec}")
+        reward = record["rewards"][seat] - config.invalid_penalty * record["invalid_moves"][seat]
+        games.append((record, seat, reward))
+    if not games:
+        raise ValueError("no finished games to learn from: every rollout game errored")
+    grouped = group_advantages([g[2] for g in games], [g[0]["seed"] for g in games],
+                               normalise_std=config.normalise_std)
+    observations, chosen, logp_old, advantages, zero, rewards = [], [], [], [], [], []
+    for (record, seat, reward), advantage, flat in zip(games, grouped.advantages, grouped.zero_group, strict=True):
+        for decision in record["decisions"]:
+            if decision["player"] != seat:
+                continue
+            observations.append(Observation(record["game_id"], seat, decision["text"], decision["observation"],
+                                            tuple(decision["legal"])))
+            chosen.append(decision["legal"].index(decision["action"]))
+            logp_old.append(decision["logprob"])
+            advantages.append(advantage)
+            zero.append(flat)
+            rewards.append(reward)
+    return Decisions(observations, np.array(chosen), np.array(logp_old, dtype=np.float64),
+                     np.array(advantages), np.array(zero, dtype=bool), np.array(rewards))
+
+
+# ----------------------------------------------------------------------------------------------- training
+
+
+def _learning_rate(config: TrainConfig, global_step: int) -> float:
+    if config.lr_decay == "inverse_sqrt":
+        # Decay over the whole multi-round run (global steps), as the tabular study's best recipe does.
+        return config.lr / math.sqrt(1.0 + global_step / config.steps)
+    return config.lr
+
+
+def _scoring_batch(player: MLXPlayer, observations: Sequence[Observation]):
+    from arena.players.scoring import build_batch
+
+    return build_batch([player._prompt_ids(o) for o in observations],
+                       [[player._action_ids(a) for a in o.legal_actions] for o in observations],
+                       pad_id=player.tokenizer.pad_token_id or 0)
+
+
+def _chosen_logp(model, batch, chosen: np.ndarray, temperature: float):
+    """Differentiable log-probability of each chosen action under the masked, tempered softmax."""
+    import mlx.core as mx
+
+    from arena.players.scoring import action_loglik, masked_log_softmax
+
+    logp = masked_log_softmax(action_loglik(model, batch), batch.action_offsets, temperature)
+    return logp[mx.array(np.asarray(batch.action_offsets[:-1]) + chosen)]
+
+
+def attach_lora(model, config: TrainConfig) -> None:
+    """Freeze the model and put LoRA adapters on its last ``config.lora_layers`` layers (mlx-lm's own helper)."""
+    from mlx_lm.tuner.utils import linear_to_lora_layers
+
+    model.freeze()
+    linear_to_lora_layers(model, config.lora_layers,
+                          {"rank": config.lora_rank, "scale": config.lora_scale, "dropout": 0.0})
+
+
+class GRPOUpdate:
+    """One GRPO optimisation step of a player's model on some of its decisions (Adam with bias correction).
+
+    ``train_round`` runs these; ``bench/run.py`` times the same object against mlx-lm's own trainer.
+    """
+
+    def __init__(self, policy: MLXPlayer, config: TrainConfig, temperature: float) -> None:
+        import mlx.core as mx
+        import mlx.nn as nn
+        import mlx.optimizers as optim
+
+        from arena.train.grpo.loss import grpo_loss
+
+        self.policy = policy
+        self.optimizer = optim.Adam(learning_rate=config.lr, bias_correction=True)
+
+        def loss_fn(model, batch, chosen, old, reference_logp, advantages):
+            new = _chosen_logp(model, batch, chosen, temperature)
+            return grpo_loss(new, old, reference_logp, advantages, mx.ones(new.shape),
+                             clip_eps=config.clip_eps, beta=config.beta)
+
+        self._value_and_grad = nn.value_and_grad(policy.model, loss_fn)
+
+    def __call__(self, observations: Sequence[Observation], chosen: np.ndarray, logp_old: np.ndarray,
+                 logp_ref: np.ndarray, advantages: np.ndarray, learning_rate: float) -> dict[str, Any]:
+        """Update the model once; returns the loss, metrics, learning rate and tokens run through the model."""
+        import mlx.core as mx
+
+        model = self.policy.model
+        batch = _scoring_batch(self.policy, observations)
+        self.optimizer.learning_rate = learning_rate
+        (loss, metrics), grads = self._value_and_grad(
+            model, batch, chosen, mx.array(logp_old, dtype=mx.float32),
+            mx.array(logp_ref, dtype=mx.float32), mx.array(advantages, dtype=mx.float32))
+        self.optimizer.update(model, grads)
+        mx.eval(model.parameters(), self.optimizer.state, loss, metrics)
+        return {"loss": loss.item(), "kl": metrics["kl"].item(), "clip_fraction": metrics["clip_fraction"].item(),
+                "lr": float(self.optimizer.learning_rate.item()), "tokens": int(batch.tokens.size)}
+
+
+def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, round_number: int,
+                selfplay: SelfPlayConfig, config: TrainConfig, out_dir: str | Path,
+                progress: bool = True) -> dict[str, Any]:
+    """Train@r: GRPO steps on the round's rollouts; write the trained weights (or LoRA adapter) and a log."""
+    import mlx.core as mx
+
+    mx.random.seed(config.seed + round_number)
+    player_config = MLXPlayerConfig(view=selfplay.view, temperature=selfplay.temperature)
+    policy = MLXPlayer(snapshot, player_config)
+    ref = MLXPlayer(reference, player_config)
+    records = read_shard(shard)
+    data = learner_decisions(records, policy.spec, config)
+    keep = np.flatnonzero(~data.zero_group) if config.drop_zero_groups else np.arange(len(data.chosen))
+    logp_ref = np.zeros(len(data.chosen))
+    for part in np.array_split(keep, max(1, math.ceil(len(keep) / 1024))):
+        if len(part):
+            batch = _scoring_batch(ref, [data.observations[i] for i in part])
+            logp_ref[part] = np.array(_chosen_logp(ref.model, batch, data.chosen[part], selfplay.temperature))
+    if config.method == "lora":
+        attach_lora(policy.model, config)
+    update = GRPOUpdate(policy, config, selfplay.temperature)
+    rng = np.random.default_rng([config.seed, round_number])
+    log = []
+    bar = tqdm(range(config.steps), desc=f"train r{round_number}", unit="step", file=sys.stderr,
+               disable=None if progress else True, leave=False)
+    for step in bar:
+        start = time.perf_counter()
+        if len(keep) == 0:
+            log.append({"step": step, "skipped": "every group had equal rewards"})
+            continue
+        picked = np.sort(rng.choice(keep, size=min(config.batch_size, len(keep)), replace=False))
+        result = update([data.observations[i] for i in picked], data.chosen[picked], data.logp_old[picked],
+                        logp_ref[picked], data.advantages[picked],
+                        _learning_rate(config, (round_number - 1) * config.steps + step))
+        elapsed = time.perf_counter() - start
+        log.append({
+            "step": step, "loss": round(result["loss"], 6), "kl": round(result["kl"], 6),
+            "clip_fraction": round(result["clip_fraction"], 6),
+            "mean_reward": round(float(data.rewards[picked].mean()), 6),
+            "zero_adv_fraction": round(float(data.zero_group.mean()), 6),
+            "lr": round(result["lr"], 9),
+            "tokens_per_sec": round(result["tokens"] / elapsed, 1),
+        })
+    timing = [{"step": row["step"], "tokens_per_sec": row.pop("tokens_per_sec")} for row in log if "loss" in row]
+    _write_timing(round_number, timing)
+    return _save_round(policy, config, out_dir, log, {
+        "snapshot": digest_path(snapshot), "reference": digest_path(reference), "rollouts": digest_path(shard),
+    }, round_number)
+
+
+def _write_timing(round_number: int, timing: list[dict[str, float]]) -> None:
+    """Throughput goes to logs/ (git-ignored, not a DVC output): wall-clock numbers would break byte identity."""
+    from arena.core.artifacts import atomic_write_text
+
+    atomic_write_text(Path("logs") / f"train-r{round_number}-timing.jsonl",
+                      "".join(json.dumps(row, sort_keys=True) + "\n" for row in timing))
+
+
+def _save_round(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log: list[dict[str, Any]],
+                inputs: dict[str, str], round_number: int) -> dict[str, Any]:
+    import mlx.core as mx
+    from mlx.utils import tree_flatten
+
+    trained = [row for row in log if "loss" in row]
+    summary = {
+        "round": round_number, "method": config.method, "steps": len(log),
+        "final_kl": trained[-1]["kl"] if trained else 0.0,
+        "max_kl": max((row["kl"] for row in trained), default=0.0),
+        "mean_reward": trained[-1]["mean_reward"] if trained else 0.0,
+    }
+    with atomic_dir(out_dir) as tmp:
+        if config.method == "lora":
+            weights = dict(sorted(tree_flatten(policy.model.trainable_parameters())))
+            mx.save_safetensors(str(tmp / "adapters.safetensors"), weights)
+            (tmp / "adapter_config.json").write_text(json.dumps({
+                "fine_tune_type": "lora", "num_layers": config.lora_layers,
+                "lora_parameters": {"rank": config.lora_rank, "scale": config.lora_scale, "dropout": 0.0},
+            }, sort_keys=True, indent=2) + "\n")
+        else:
+            save_fused(policy.model, tmp / "weights.safetensors")
+        (tmp / "train_log.jsonl").write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in log))
+        (tmp / "summary.json").write_text(json.dumps(summary, sort_keys=True, indent=2) + "\n")
+        write_meta(tmp, inputs=inputs, config=as_dict(config))
+    return summary
