@@ -7,7 +7,8 @@ import sys
 
 import click
 
-import arena  # noqa: F401 -- loads OpenBLAS before anything imports mlx
+import arena
+from arena.core.blas import ensure_fast_blas
 from arena.core.errors import ArenaError
 
 
@@ -26,6 +27,8 @@ class _Group(click.Group):
 @click.version_option(arena.__version__, prog_name="arena")
 def main() -> None:
     """arena: post-train small local models by self-play in games, as a reproducible DVC build."""
+    # Every command imports its logic lazily, after this: OpenBLAS must be loaded before anything imports mlx.
+    ensure_fast_blas()
 
 
 @main.command()
@@ -256,3 +259,22 @@ def verify(scorecards, repo, strict, no_fetch) -> None:
         click.echo(result.report())
         failed += not result.ok
     sys.exit(1 if failed else 0)
+
+
+@main.command()
+@click.option("--write", is_flag=True, help="rewrite dvc.yaml's code lists instead of only checking them")
+@click.option("--dvc-yaml", default="dvc.yaml", show_default=True, type=click.Path(exists=True, dir_okay=False))
+def deps(write: bool, dvc_yaml: str) -> None:
+    """Each stage's code dependencies (its script's import closure) against dvc.yaml; exit 1 if any is stale."""
+    from arena.pipeline.deps import check, sync
+
+    blocks = check(dvc_yaml)
+    for block in blocks:
+        state = "STALE" if block.stale else "ok"
+        click.echo(f"{state:5} line {block.line:4}  {block.script}: {len(block.computed)} files")
+    if write:
+        changed = sync(dvc_yaml)
+        click.echo(f"rewrote {len(changed)} code list(s) in {dvc_yaml}")
+    elif any(block.stale for block in blocks):
+        click.echo("run `arena deps --write` to bring dvc.yaml up to date")
+        sys.exit(1)

@@ -45,7 +45,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import arena  # noqa: F401  (must load OpenBLAS before anything imports mlx)
+from arena.core.blas import ensure_fast_blas
+
+ensure_fast_blas()  # before anything imports mlx: the figures measure arena's BLAS
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ("blas", "rollouts", "hashing", "pipeline", "training")

@@ -18,13 +18,15 @@ import sys
 import time
 from pathlib import Path
 
-import arena  # noqa: F401  (must load OpenBLAS before anything imports mlx)
+from arena.core.blas import ensure_fast_blas
+
+ensure_fast_blas()  # before tabular imports mlx
 
 # isort: split
-import numpy as np
-from tabular import STUDY_PRESETS, TabularRun, preset, train_tabular
+import numpy as np  # noqa: E402
+from tabular import STUDY_PRESETS, TabularRun, preset, train_tabular  # noqa: E402
 
-from arena.core.artifacts import atomic_write_json
+from arena.core.artifacts import atomic_write_json  # noqa: E402
 
 UNIFORM_EXPLOITABILITY = 11 / 24
 TARGET = 0.10

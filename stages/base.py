@@ -2,10 +2,8 @@
 
 import argparse
 
-import arena  # noqa: F401 -- loads OpenBLAS before mlx
 from arena.core.config import load_section
 from arena.pipeline.stage import checked_params, run
-from arena.train.basemodel import build_base
 from arena.train.config import BaseConfig
 
 
@@ -14,6 +12,8 @@ def main() -> None:
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--out", default="artifacts/models/base")
     args = parser.parse_args()
+    from arena.train.basemodel import build_base
+
     build_base(load_section(BaseConfig, "base", checked_params(args.params)), args.out)
 
 

@@ -3,12 +3,10 @@
 import argparse
 import sys
 
-import arena  # noqa: F401 -- loads OpenBLAS before mlx
 from arena.core.artifacts import atomic_write_json
 from arena.core.config import load_section
 from arena.pipeline.stage import checked_params, run
 from arena.play.config import ProbeConfig
-from arena.play.probe import print_checks, run_probe
 
 
 def main() -> None:
@@ -16,6 +14,8 @@ def main() -> None:
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--out", default="artifacts/probe/audit.json")
     args = parser.parse_args()
+    from arena.play.probe import print_checks, run_probe
+
     checks = run_probe(load_section(ProbeConfig, "probe", checked_params(args.params)), progress=True)
     print_checks(checks)
     if not all(check.passed for check in checks):

@@ -3,9 +3,7 @@
 import argparse
 from pathlib import Path
 
-import arena  # noqa: F401 -- loads OpenBLAS before mlx
 from arena.pipeline.stage import run
-from arena.report.publish import publish
 
 
 def main() -> None:
@@ -15,6 +13,8 @@ def main() -> None:
     parser.add_argument("--scores", default="artifacts/scores")
     parser.add_argument("--report", default="artifacts/report")
     args = parser.parse_args()
+    from arena.report.publish import publish
+
     evals = sorted(Path(args.evals).glob("r*.json"), key=lambda p: int(p.stem[1:])) if args.evals else []
     publish(args.archive, evals, args.scores, args.report)
 

@@ -2,11 +2,9 @@
 
 import argparse
 
-import arena  # noqa: F401 -- loads OpenBLAS before mlx
 from arena.core.config import load_section
 from arena.core.seeds import SeedsConfig
 from arena.eval.config import EvalConfig, TournamentConfig
-from arena.eval.runner import run_stage
 from arena.pipeline.stage import checked_params, run
 
 
@@ -16,6 +14,8 @@ def main() -> None:
     parser.add_argument("--section", required=True, help="params section listing the players (baseline, tournament)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    from arena.eval.runner import run_stage
+
     params = checked_params(args.params)
     seeds = load_section(SeedsConfig, "seeds", params)
     excluded = run_stage(EvalConfig.from_dict(params.get("eval"), "eval"),

@@ -4,7 +4,9 @@ from pathlib import Path
 
 import pytest
 
-import arena  # noqa: F401 -- loads OpenBLAS before any test imports mlx
+from arena.core.blas import ensure_fast_blas
+
+ensure_fast_blas()  # before any test imports mlx
 
 
 @pytest.fixture(autouse=True)

@@ -33,7 +33,7 @@ def small_params(**overrides: dict[str, Any]) -> dict[str, Any]:
         "seeds": {"train_start": 0, "train_end": 1_000_000},
         # The oracle's edge over random in Kuhn needs thousands of games to clear the gate (about 2 s).
         "probe": {"games": ["kuhn"], "games_per_check": 20, "kuhn_games_per_check": 4000, "seed": 5_000_000},
-        "rollouts": {"game": "kuhn", "variant": {}, "players": ["mlx:artifacts/models/base", "random"], "shards": [0],
+        "shards": {"game": "kuhn", "variant": {}, "players": ["mlx:artifacts/models/base", "random"], "shards": [0],
                      "games_per_shard": 16, "view": "compact", "temperature": 1.0},
         "eval": {"games": ["kuhn"], "seeds": [9_000_000, 9_000_010]},
         "baseline": {"players": ["mlx:artifacts/models/base", "random"], "frontier": [], "view": "compact",

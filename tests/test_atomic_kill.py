@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Writes two of three files into the artifact's temporary directory, says so, then waits to be killed.
 WRITER = textwrap.dedent("""
     import sys, time
-    from arena.artifacts import atomic_dir
+    from arena.core.artifacts import atomic_dir
     with atomic_dir(sys.argv[1]) as tmp:
         (tmp / "weights.bin").write_bytes(b"w" * 100_000)
         (tmp / "log.jsonl").write_text('{"step": 0}\\n')

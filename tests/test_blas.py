@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from arena import blas
+from arena.core import blas
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the OpenBLAS swap is Linux-only")
 
 
 def _blas_in_child(**env):
-    code = "import arena, json; from arena.blas import blas_info; print(json.dumps(blas_info()))"
+    code = "import json; from arena.core.blas import blas_info; print(json.dumps(blas_info()))"
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True,
                          check=True)
     return json.loads(out.stdout)

@@ -36,8 +36,8 @@ def test_float_written_without_dot_is_explained():
     class Train:
         lr: float = 1.0e-3
 
-    with pytest.raises(ConfigError, match=r"train\.lr = '1e-5' must be a float.*1\.0e-5"):
-        from_mapping(Train, {"lr": "1e-5"}, "train")
+    with pytest.raises(ConfigError, match=r"train\.lr = 'fast' must be a float, got a string"):
+        from_mapping(Train, {"lr": "fast"}, "train")
     assert from_mapping(Train, {"lr": 1}, "train").lr == 1.0
 
 
@@ -68,3 +68,19 @@ def test_config_is_frozen():
     config = BaseConfig()
     with pytest.raises(AttributeError):
         config.seed = 2
+
+
+@pytest.mark.parametrize("text", ["5e-05", "1e-5", "1E+3", "-2.5e-7", "3.0e-4", "0.1", ".5"])
+def test_params_read_every_float_dvc_writes(text):
+    """`dvc exp run -S train.lr=5e-05` writes YAML 1.2 floats without a dot; they must load as floats."""
+    from arena.core.config import parse_params
+
+    value = parse_params(f"lr: {text}\n")["lr"]
+    assert isinstance(value, float) and value == float(text)
+
+
+@pytest.mark.parametrize("text", ["'5e-05'", "fast", "1e", "e5", "1.2.3"])
+def test_params_keep_real_strings_strings(text):
+    from arena.core.config import parse_params
+
+    assert isinstance(parse_params(f"lr: {text}\n")["lr"], str)

@@ -1,6 +1,5 @@
 """GRPO maths: group advantages, the role baseline, and the clipped KL-regularised loss and its gradients."""
 
-import arena  # noqa: F401  (must load OpenBLAS before anything imports mlx)
 
 # isort: split
 import mlx.core as mx

@@ -1,4 +1,4 @@
-"""Tests for arena.report.html: the rich table, deterministic PNG plots, the self-contained HTML in headless Chromium."""
+"""Tests for arena.report.html: the rich table, deterministic PNG plots, self-contained HTML in headless Chromium."""
 
 import os
 import shutil
@@ -8,7 +8,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from arena.report.html.html import (
+from rich.console import Console
+from tourney_fakes import ScriptedPlay
+
+from arena.core.artifacts import dump_json
+from arena.core.hashing import digest_bytes
+from arena.eval.config import EvalConfig
+from arena.eval.tournament import build_leaderboard, run_tournament
+from arena.report.html import (
     PNG_SIGNATURE,
     ReportError,
     build_html,
@@ -19,13 +26,6 @@ from arena.report.html.html import (
     validate_rounds,
     write_report,
 )
-from rich.console import Console
-from tourney_fakes import ScriptedPlay
-
-from arena.core.artifacts import dump_json
-from arena.core.hashing import digest_bytes
-from arena.eval.config import EvalConfig
-from arena.eval.tournament import build_leaderboard, run_tournament
 
 STRENGTH = {"oracle": 3.0, "first": 2.0, "random": 1.0, "mlx:artifacts/snapshots/r2": 2.5}
 CHROMIUM_FLAGS = [

@@ -94,7 +94,7 @@ def test_pool_sampling_rules(round_zero):
     ("cls", "section", "values", "pattern"),
     [
         (TrainConfig, "train", {"beta": -0.1}, r"train\.beta = -0\.1 is invalid: must be >= 0"),
-        (TrainConfig, "train", {"lr": "1e-5"}, r"train\.lr = '1e-5' must be a float"),
+        (TrainConfig, "train", {"lr": "slow"}, r"train\.lr = 'slow' must be a float"),
         (TrainConfig, "train", {"steps": 0}, r"train\.steps = 0 is invalid"),
         (TrainConfig, "train", {"method": "qlora"}, r"train\.method = 'qlora' is invalid: expected one of full, lora"),
         (SelfPlayConfig, "selfplay", {"group_size": 3}, r"selfplay\.group_size = 3 is invalid"),

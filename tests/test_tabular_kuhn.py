@@ -1,6 +1,9 @@
-"""Tabular GRPO self-play on Kuhn: the game sampler, the pool average, learning, and the stabiliser study."""
+"""Tabular GRPO self-play on Kuhn (bench/tabular.py): the game sampler, the pool average, learning, the study."""
 
-import arena  # noqa: F401  (must load OpenBLAS before anything imports mlx)
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 # isort: split
 import numpy as np

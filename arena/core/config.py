@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -64,10 +65,7 @@ def _check_type(path: str, value: Any, tp: Any) -> Any:
         return value
     if tp is float:
         if isinstance(value, str):
-            raise ConfigError(
-                f"{path} = {value!r} must be a float, got a string; write floats like 1.0e-5 "
-                "(PyYAML reads 1e-5 without the '.0' as a string)"
-            )
+            raise ConfigError(f"{path} = {value!r} must be a float, got a string; write a number such as 5e-05")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{path} = {value!r} must be a float, got {type(value).__name__}")
         return float(value)
@@ -118,13 +116,41 @@ def require_choice(key: str, value: Any, choices: typing.Iterable[Any]) -> None:
     require(value in choices, key, value, "expected one of " + ", ".join(map(str, choices)))
 
 
+class ParamsLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with YAML 1.2's float syntax: ``5e-05`` (what ``dvc exp run -S`` writes) is a float.
+
+    PyYAML follows YAML 1.1, whose floats need a dot, so it reads ``5e-05`` and ``1e-5`` as strings; DVC itself
+    (ruamel, YAML 1.2) reads them as floats. The resolver is mlx-lm's config loader's, on a private subclass.
+    """
+
+
+ParamsLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+        |\.[0-9_]+(?:[eE][-+][0-9]+)?
+        |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+        |[-+]?\.(?:inf|Inf|INF)
+        |\.(?:nan|NaN|NAN))$""",
+        re.X,
+    ),
+    list("-+0123456789."),
+)
+
+
+def parse_params(text: str) -> Any:
+    """Parse params YAML text with ``ParamsLoader``."""
+    return yaml.load(text, Loader=ParamsLoader)  # noqa: S506 -- a SafeLoader subclass
+
+
 def load_params(path: str | Path = PARAMS_FILE) -> dict[str, Any]:
     """Read params.yaml into a dict; a missing or malformed file is a ConfigError."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path} not found: run from the repository root or pass --params PATH")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = parse_params(path.read_text())
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid YAML: {error}") from error
     if not isinstance(data, dict):

@@ -1,4 +1,21 @@
-"""The seed plan: which deal seeds train and which evaluate; evaluation seeds must never be trained on."""
+"""The seed plan, in one place: which deal seeds each stage draws, and the held-out ranges nothing trains on.
+
+Training seeds come from ``seeds:`` ``[train_start, train_end)``, cut into blocks by purpose (offsets from
+``train_start``, each block checked to stay inside the range):
+
+    =========================  ===========  ===============================================================
+    block                      offset       who draws it
+    =========================  ===========  ===============================================================
+    base-model shards          0            shard k: deals ``[k * d, (k + 1) * d)``, d = (games_per_shard + 1) // 2
+    GRPO rounds                500,000      round r: ``deals_per_round`` deals from ``(r - 1) * deals_per_round``
+    ReST rounds                600,000      round r: ``seeds_per_round`` seeds; must stay below the probe block
+    curriculum probe           900,000      the same ``(probe_games + 1) // 2`` deals every round
+    =========================  ===========  ===============================================================
+
+Held out, never trained on (checked disjoint from the training range): ``eval.seeds`` (every published
+score; per-round evaluation uses its first ``roundeval.games`` seeds) and ``probe.seed`` (the reward audit,
+far above the default training range).
+"""
 
 from __future__ import annotations
 
@@ -78,3 +95,36 @@ def check_seed_ranges(eval_seeds: range, reserved: Iterable[SeedRangeLike]) -> N
                 f"{format_range(other)} (reserved range #{index}) on seeds {format_range(range(low, high))}; "
                 f"held-out evaluation needs a seed range disjoint from every training range"
             )
+
+
+SHARD_OFFSET = 0
+GRPO_OFFSET = 500_000
+REST_OFFSET = 600_000
+CURRICULUM_PROBE_OFFSET = 900_000
+
+
+def shard_seeds(seeds: SeedsConfig, shard: int, games_per_shard: int) -> range:
+    """Base-model shard ``shard``'s deals (each played from both seats)."""
+    deals = (games_per_shard + 1) // 2
+    return seeds.train_block(SHARD_OFFSET + shard * deals, deals, "shards.games_per_shard")
+
+
+def grpo_seeds(seeds: SeedsConfig, deals_per_round: int, round_number: int) -> range:
+    """GRPO round r's deals: its own block, never reused by another round."""
+    start = GRPO_OFFSET + (round_number - 1) * deals_per_round
+    return seeds.train_block(start, deals_per_round, "selfplay.deals_per_round")
+
+
+def rest_seeds(seeds: SeedsConfig, seeds_per_round: int, round_number: int) -> range:
+    """ReST round r's seeds: its own block, below the curriculum's probe block."""
+    block = seeds.train_block(REST_OFFSET + (round_number - 1) * seeds_per_round, seeds_per_round,
+                              "rest.seeds_per_round")
+    require(block.stop - seeds.train_start <= CURRICULUM_PROBE_OFFSET, "rest.seeds_per_round", seeds_per_round,
+            f"round {round_number}'s seeds would reach the curriculum's probe block at {CURRICULUM_PROBE_OFFSET}; "
+            "sample fewer seeds per round")
+    return block
+
+
+def curriculum_probe_seeds(seeds: SeedsConfig, probe_games: int) -> range:
+    """The curriculum's probe deals: the same block every round (each deal from both seats)."""
+    return seeds.train_block(CURRICULUM_PROBE_OFFSET, (probe_games + 1) // 2, "curriculum.probe_games")

@@ -16,10 +16,25 @@ from typing import Any
 
 from arena.core.config import ConfigError, load_section, require
 from arena.core.errors import ArenaError
+from arena.core.seeds import SeedsConfig, check_seed_ranges, format_range, grpo_seeds
+from arena.eval.config import EvalConfig, RoundEvalConfig, TournamentConfig
+from arena.games.variants import check_game_id, validate_variant
+from arena.play.config import ProbeConfig, ShardsConfig
+from arena.players.config import FrontierConfig
+from arena.players.specs import SCRIPTED_NAMES, SPEC_HELP, parse_spec
+from arena.train.config import (
+    BaseConfig,
+    CurriculumConfig,
+    PoolConfig,
+    RestConfig,
+    SelfPlayConfig,
+    TrainConfig,
+    check_loop,
+)
 
 # params.yaml sections dvc.yaml lists under some stage's `params:` (DVC itself refuses a missing one).
 REQUIRED_SECTIONS = (
-    "base", "seeds", "probe", "rollouts", "eval", "baseline", "selfplay", "train", "pool", "roundeval", "rounds",
+    "base", "seeds", "probe", "shards", "eval", "baseline", "selfplay", "train", "pool", "roundeval", "rounds",
     "loop", "rest", "curriculum",
 )
 # Sections a user may add: a frontier player's client settings, and a second tournament's players.
@@ -28,25 +43,11 @@ OPTIONAL_SECTIONS = ("frontier", "tournament")
 # `player.temperature`; its errors are re-keyed to the section they came from.
 _PLAYER_KEY = re.compile(r"^player\.(view|temperature|max_rows) ")
 # Sections listing player specs, and under which keys.
-PLAYER_LISTS = {"rollouts": ("players",), "baseline": ("players", "frontier"), "tournament": ("players", "frontier")}
+PLAYER_LISTS = {"shards": ("players",), "baseline": ("players", "frontier"), "tournament": ("players", "frontier")}
 
 
 def _loaders() -> dict[str, Callable[[Mapping[str, Any]], Any]]:
-    """Each section's loader: the config class its stage builds it with (imported late: some pull in mlx)."""
-    from arena.core.seeds import SeedsConfig
-    from arena.eval.config import EvalConfig, RoundEvalConfig, TournamentConfig
-    from arena.play.config import ProbeConfig, RolloutsConfig
-    from arena.players.config import FrontierConfig
-    from arena.train.config import (
-        BaseConfig,
-        CurriculumConfig,
-        PoolConfig,
-        RestConfig,
-        SelfPlayConfig,
-        TrainConfig,
-        check_loop,
-    )
-
+    """Each section's loader: the (light) config class its stage builds it with."""
     def section(cls: type, name: str) -> Callable[[Mapping[str, Any]], Any]:
         return lambda params: load_section(cls, name, params)
 
@@ -54,7 +55,7 @@ def _loaders() -> dict[str, Callable[[Mapping[str, Any]], Any]]:
         "base": section(BaseConfig, "base"),
         "seeds": section(SeedsConfig, "seeds"),
         "probe": section(ProbeConfig, "probe"),
-        "rollouts": section(RolloutsConfig, "rollouts"),
+        "shards": section(ShardsConfig, "shards"),
         "eval": lambda params: EvalConfig.from_dict(params.get("eval"), "eval"),
         "baseline": section(TournamentConfig, "baseline"),
         "selfplay": section(SelfPlayConfig, "selfplay"),
@@ -75,8 +76,6 @@ def check_spec(key: str, spec: Any) -> None:
 
     The model path is not required to exist: it is usually an artifact an earlier stage builds.
     """
-    from arena.players.scripted import SCRIPTED
-    from arena.players.specs import SPEC_HELP, parse_spec
 
     if not isinstance(spec, str):
         raise ConfigError(f"{key} = {spec!r} must be a string player spec: {SPEC_HELP}")
@@ -88,22 +87,20 @@ def check_spec(key: str, spec: Any) -> None:
         except ArenaError as error:
             raise ConfigError(f"{key} = {spec!r} is invalid: {error}") from None
     else:
-        require(spec in SCRIPTED, key, spec, f"expected {SPEC_HELP}")
+        require(spec in SCRIPTED_NAMES, key, spec, f"expected {SPEC_HELP}")
 
 
 def check_game(key: str, game_id: Any, variant: Any) -> None:
-    """A game id the registry knows, and a variant that game accepts (``key`` names the game's key)."""
-    from arena.games.registry import get_spec
-
+    """A game id arena has, and a variant that game accepts (``key`` names the game's key)."""
     if not isinstance(game_id, str):
         return  # the section's own type check reports it, naming the key
     try:
-        spec = get_spec(game_id)
+        check_game_id(game_id)
     except ArenaError as error:
         raise ConfigError(f"{key} = {game_id!r} is invalid: {error}") from None
     if isinstance(variant, Mapping):
         try:
-            spec.validate_variant(variant)
+            validate_variant(game_id, variant)
         except ArenaError as error:
             raise ConfigError(f"{key.rsplit('.', 1)[0]}.variant = {dict(variant)!r} is invalid: {error}") from None
 
@@ -169,9 +166,6 @@ def _load(name: str, loader: Callable[[Mapping[str, Any]], Any], params: Mapping
 
 def _check_plan(configs: Mapping[str, Any]) -> None:
     """Checks across sections: the seed plan every stage relies on, computed with the stages' own functions."""
-    from arena.core.seeds import check_seed_ranges, format_range
-    from arena.train.grpo.round import round_seeds
-
     seeds, evaluation = configs["seeds"], configs["eval"]
     try:
         check_seed_ranges(evaluation.seeds, seeds.reserved())
@@ -182,16 +176,15 @@ def _check_plan(configs: Mapping[str, Any]) -> None:
             f"must fit in eval.seeds ({len(evaluation.seeds)} seeds)")
     for index, game in enumerate(evaluation.games):
         check_game(f"eval.games[{index}].id", game.game_id, game.variant)
-    rollouts = configs["rollouts"]
-    # build_shard gives shard k the deals [k * deals, (k + 1) * deals) of the training range.
-    deals = (rollouts.games_per_shard + 1) // 2
-    last = max(rollouts.shards, default=0)
+    shards = configs["shards"]
+    deals = (shards.games_per_shard + 1) // 2
+    last = max(shards.shards, default=0)
     stop = seeds.train_start + (last + 1) * deals
-    require(stop <= seeds.train_end, "rollouts.shards", list(rollouts.shards),
-            f"shard {last} of {rollouts.games_per_shard} games needs training seeds up to {stop} but "
+    require(stop <= seeds.train_end, "shards.shards", list(shards.shards),
+            f"shard {last} of {shards.games_per_shard} games needs training seeds up to {stop} but "
             f"seeds.train_end = {seeds.train_end}; use fewer or smaller shards, or raise seeds.train_end")
     last_round = max(n for n, _ in configs["rounds"].values())
-    round_seeds(seeds, configs["selfplay"], last_round)
+    grpo_seeds(seeds, configs["selfplay"].deals_per_round, last_round)
 
 
 def validate_all(params: Mapping[str, Any]) -> None:

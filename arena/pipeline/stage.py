@@ -1,4 +1,4 @@
-"""What every DVC stage script shares: fully validated params.yaml, and user errors as one line with exit 2."""
+"""What every DVC stage script shares: OpenBLAS loaded first, fully validated params.yaml, user errors as one line."""
 
 from __future__ import annotations
 
@@ -7,21 +7,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from arena.core.blas import ensure_fast_blas
 from arena.core.config import load_params
 from arena.core.errors import ArenaError
+from arena.pipeline.params import validate_all
 
 
 def checked_params(path: str | Path) -> dict[str, Any]:
     """params.yaml, with every section and the seed plan across them validated before any work starts."""
-    from arena.pipeline.params import validate_all
-
     params = load_params(path)
     validate_all(params)
     return params
 
 
 def run(main: Callable[[], None]) -> None:
-    """Run a stage's ``main``; a user error (bad params, missing model) prints ``error: ...`` and exits 2."""
+    """Run a stage's ``main`` after loading OpenBLAS (before anything imports mlx: stage scripts import their
+    logic inside ``main``); a user error (bad params, missing model) prints ``error: ...`` and exits 2."""
+    ensure_fast_blas()
     try:
         main()
     except ArenaError as error:

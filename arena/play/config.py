@@ -12,8 +12,8 @@ from arena.players.config import MLXPlayerConfig
 
 
 @dataclass(frozen=True)
-class RolloutsConfig:
-    """params.yaml ``rollouts:`` section."""
+class ShardsConfig:
+    """params.yaml ``shards:`` section: base-model rollout shards against a scripted opponent."""
 
     game: str = "kuhn"
     variant: Mapping[str, Any] = field(default_factory=dict)
@@ -25,10 +25,10 @@ class RolloutsConfig:
 
     def __post_init__(self) -> None:
         check_game_id(self.game)
-        require(len(self.players) == 2, "rollouts.players", list(self.players), "must list exactly two player specs")
-        require(self.games_per_shard >= 1, "rollouts.games_per_shard", self.games_per_shard, "must be >= 1")
+        require(len(self.players) == 2, "shards.players", list(self.players), "must list exactly two player specs")
+        require(self.games_per_shard >= 1, "shards.games_per_shard", self.games_per_shard, "must be >= 1")
         require(len(set(self.shards)) == len(self.shards) and all(s >= 0 for s in self.shards),
-                "rollouts.shards", list(self.shards), "must be distinct non-negative shard numbers")
+                "shards.shards", list(self.shards), "must be distinct non-negative shard numbers")
         MLXPlayerConfig(view=self.view, temperature=self.temperature)
 
 

@@ -8,8 +8,8 @@ from arena.core.artifacts import atomic_dir
 from arena.core.config import as_dict, require
 from arena.core.hashing import digest_path
 from arena.core.pins import write_meta
-from arena.core.seeds import SeedsConfig
-from arena.play.config import RolloutsConfig
+from arena.core.seeds import SeedsConfig, shard_seeds
+from arena.play.config import ShardsConfig
 from arena.play.match import duplicate_schedule, play_match
 from arena.play.records import SHARD_FILE, write_shard
 from arena.players.build import make_player
@@ -20,12 +20,11 @@ def _model_inputs(specs: tuple[str, ...]) -> dict[str, str]:
     return {spec: digest_path(spec[4:]) for spec in specs if spec.startswith("mlx:")}
 
 
-def build_shard(config: RolloutsConfig, seeds: SeedsConfig, shard: int, out_dir: str | Path,
+def build_shard(config: ShardsConfig, seeds: SeedsConfig, shard: int, out_dir: str | Path,
                 progress: bool = True) -> int:
     """Play shard ``shard``'s games (its own block of training seeds) and write ``out_dir``."""
-    require(shard in config.shards, "--shard", shard, f"must be one of rollouts.shards = {list(config.shards)}")
-    deals = (config.games_per_shard + 1) // 2
-    block = seeds.train_block(shard * deals, deals, "rollouts.games_per_shard")
+    require(shard in config.shards, "--shard", shard, f"must be one of shards.shards = {list(config.shards)}")
+    block = shard_seeds(seeds, shard, config.games_per_shard)
     mlx_config = MLXPlayerConfig(view=config.view, temperature=config.temperature)
     players = tuple(make_player(spec, mlx_config=mlx_config) for spec in config.players)
     records = play_match(config.game, players, duplicate_schedule(block, config.games_per_shard),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arena.core.config import ConfigError
-from arena.core.seeds import SeedsConfig
+from arena.core.seeds import SeedsConfig, curriculum_probe_seeds
 from arena.games.variants import game_label
 from arena.play.match import duplicate_schedule, play_match
 from arena.play.stats import summarize_match
@@ -24,8 +24,6 @@ from arena.players.specs import EPS_ORACLE
 from arena.train.config import CurriculumConfig
 
 CURRICULUM_FILE = "curriculum.json"
-# The probe set: a fixed block of training seeds (the same yardstick every round), far from every rollout block.
-_PROBE_OFFSET = 900_000
 MASTERED, IN_BAND, TOO_HARD = "mastered", "in band", "too hard"
 
 
@@ -109,7 +107,7 @@ def easier_task(rates: Sequence[float], tried: Sequence[int]) -> int | None:
 
 def probe_seeds(seeds: SeedsConfig, config: CurriculumConfig) -> range:
     """The probe deals: a fixed block of training seeds, each played from both seats."""
-    return seeds.train_block(_PROBE_OFFSET, (config.probe_games + 1) // 2, "curriculum.probe_games")
+    return curriculum_probe_seeds(seeds, config.probe_games)
 
 
 def probe(learner: Player, tasks: Sequence[Task], seeds: SeedsConfig, config: CurriculumConfig,

@@ -18,7 +18,7 @@ from arena.core.artifacts import atomic_dir
 from arena.core.config import as_dict
 from arena.core.hashing import digest_path
 from arena.core.pins import write_meta
-from arena.core.seeds import SeedsConfig
+from arena.core.seeds import SeedsConfig, grpo_seeds
 from arena.games.base import Observation
 from arena.play.match import Slot, play_match
 from arena.play.records import SHARD_FILE, read_shard, write_shard
@@ -33,14 +33,9 @@ from arena.train.pool import load_pool, sample_opponents
 # ----------------------------------------------------------------------------------------------- rollouts
 
 
-# Self-play rounds draw from the upper half of the training range; the base rollouts use the lower half.
-_SELFPLAY_OFFSET = 500_000
-
-
 def round_seeds(seeds: SeedsConfig, config: SelfPlayConfig, round_number: int) -> range:
-    """Round r's deal seeds: its own block of the training range, never reused by another round."""
-    start = _SELFPLAY_OFFSET + (round_number - 1) * config.deals_per_round
-    return seeds.train_block(start, config.deals_per_round, "selfplay.deals_per_round")
+    """Round r's deal seeds (the seed plan's GRPO block)."""
+    return grpo_seeds(seeds, config.deals_per_round, round_number)
 
 
 def selfplay_schedule(deals: range, group_size: int) -> list[Slot]:

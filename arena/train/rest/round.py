@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from arena.core import seeds as seed_plan
 from arena.core.artifacts import atomic_dir, dump_json
 from arena.core.config import as_dict, require
 from arena.core.errors import ArenaError
@@ -46,22 +47,14 @@ PROVENANCE_FILE = "provenance.jsonl"
 GAMES_FILE = "games.jsonl"
 AUDIT_FILE = "audit.json"
 SUMMARY_FILE = "summary.json"
-# ReST rounds sample from their own block of the training range (GRPO rounds start at 500,000; probes at 900,000).
-_REST_OFFSET = 600_000
-_PROBE_START = 900_000
 
 
 # ----------------------------------------------------------------------------------------------- sampling
 
 
 def rest_seeds(seeds: SeedsConfig, config: RestConfig, round_number: int) -> range:
-    """Round r's training seeds: its own block, never reused by another round, below the curriculum's probe block."""
-    block = seeds.train_block(_REST_OFFSET + (round_number - 1) * config.seeds_per_round, config.seeds_per_round,
-                              "rest.seeds_per_round")
-    require(block.stop - seeds.train_start <= _PROBE_START, "rest.seeds_per_round", config.seeds_per_round,
-            f"round {round_number}'s seeds would reach the curriculum's probe block at {_PROBE_START}; "
-            "sample fewer seeds per round")
-    return block
+    """Round r's training seeds (the seed plan's ReST block)."""
+    return seed_plan.rest_seeds(seeds, config.seeds_per_round, round_number)
 
 
 def rest_schedule(seeds: Sequence[int], samples: int, salt_offset: int = 0) -> list[Slot]:

@@ -1,13 +1,11 @@
-"""DVC stage `rollouts@N`: play one shard of games and write artifacts/rollouts/shard-N."""
+"""DVC stage `shards@N`: base-model rollout shard N (games vs a scripted opponent), artifacts/rollouts/base/shard-N."""
 
 import argparse
 
-import arena  # noqa: F401 -- loads OpenBLAS before mlx
 from arena.core.config import load_section
 from arena.core.seeds import SeedsConfig
 from arena.pipeline.stage import checked_params, run
-from arena.play.config import RolloutsConfig
-from arena.play.shards import build_shard
+from arena.play.config import ShardsConfig
 
 
 def main() -> None:
@@ -16,8 +14,10 @@ def main() -> None:
     parser.add_argument("--shard", type=int, required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    from arena.play.shards import build_shard
+
     params = checked_params(args.params)
-    build_shard(load_section(RolloutsConfig, "rollouts", params), load_section(SeedsConfig, "seeds", params),
+    build_shard(load_section(ShardsConfig, "shards", params), load_section(SeedsConfig, "seeds", params),
                 args.shard, args.out)
 
 

@@ -1,0 +1,104 @@
+"""The round stages: round 0 (the base model as snapshot 0) and round N (rollouts, train, fuse, pool, evaluate).
+
+A round is one DVC stage (so a no-op ``dvc repro`` stays cheap as rounds grow) whose five outputs are each
+their own content-addressed artifact directory with a ``meta.json``; the steps run in order, each reading
+the artifacts the previous steps wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arena.core.config import load_section
+from arena.core.seeds import SeedsConfig
+from arena.eval.config import EvalConfig, RoundEvalConfig
+from arena.eval.roundeval import evaluate_round
+from arena.train.config import CurriculumConfig, PoolConfig, RestConfig, SelfPlayConfig, TrainConfig, check_loop
+from arena.train.fuse import copy_snapshot, fuse_round
+from arena.train.grpo.round import play_round, train_round
+from arena.train.pool import build_pool
+from arena.train.rest.round import empty_win_set, round_metrics, sample_round, train_rest_round
+
+
+@dataclass(frozen=True)
+class RoundPaths:
+    """Where round ``n`` reads and writes, under ``artifacts`` (the layout dvc.yaml names)."""
+
+    root: Path
+    n: int
+    prev: int
+
+    def _at(self, kind: str, n: int, suffix: str = "") -> Path:
+        return self.root / kind / f"r{n}{suffix}"
+
+    @property
+    def base(self) -> Path:
+        return self.root / "models" / "base"
+
+    def snapshot(self, n: int) -> Path:
+        return self._at("snapshots", n)
+
+    def pool(self, n: int) -> Path:
+        return self._at("pools", n)
+
+    def rollouts(self, n: int) -> Path:
+        return self._at("rollouts", n)
+
+    def trained(self, n: int) -> Path:
+        return self._at("adapters", n)
+
+    def evaluation(self, n: int) -> Path:
+        return self._at("evals", n, ".json")
+
+
+def _evaluate(paths: RoundPaths, n: int, params: Mapping[str, Any], extra: Mapping[str, Any]) -> None:
+    reserved = load_section(SeedsConfig, "seeds", params).reserved()
+    evaluate_round(paths.snapshot(n), paths.pool(n), n, load_section(RoundEvalConfig, "roundeval", params),
+                   EvalConfig.from_dict(params.get("eval"), "eval"), reserved, paths.evaluation(n), extra=extra)
+
+
+def round_zero(paths: RoundPaths, params: Mapping[str, Any]) -> None:
+    """round0: snapshot 0 is the base model; its pool, an empty ReST win set, and its evaluation."""
+    game = load_section(SelfPlayConfig, "selfplay", params).game
+    copy_snapshot(paths.base, paths.snapshot(0))
+    build_pool(None, paths.snapshot(0), load_section(PoolConfig, "pool", params), game, paths.pool(0))
+    empty_win_set(paths.trained(0))
+    _evaluate(paths, 0, params, {})
+
+
+def _rollouts(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
+    selfplay = load_section(SelfPlayConfig, "selfplay", params)
+    seeds = load_section(SeedsConfig, "seeds", params)
+    if loop == "rest":
+        sample_round(paths.snapshot(paths.prev), selfplay.game, load_section(RestConfig, "rest", params),
+                     load_section(CurriculumConfig, "curriculum", params), seeds, paths.n, paths.rollouts(paths.n))
+    else:
+        play_round(paths.snapshot(paths.prev), paths.pool(paths.prev), selfplay, seeds, paths.n,
+                   paths.rollouts(paths.n))
+
+
+def _train(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
+    n, prev = paths.n, paths.prev
+    if loop == "rest":
+        train_rest_round(paths.snapshot(prev), paths.base, paths.rollouts(n), paths.trained(prev), n,
+                         load_section(RestConfig, "rest", params), paths.trained(n))
+        return
+    config = load_section(TrainConfig, "train", params)
+    reference = paths.base if config.reference == "base" else paths.snapshot(prev)
+    train_round(paths.snapshot(prev), reference, paths.rollouts(n), n, load_section(SelfPlayConfig, "selfplay", params),
+                config, paths.trained(n))
+
+
+def round_n(paths: RoundPaths, params: Mapping[str, Any]) -> None:
+    """round@rN: rollouts from snapshot ``prev``, training, the fused snapshot N, its pool, its evaluation."""
+    loop = check_loop(params)
+    n, prev = paths.n, paths.prev
+    _rollouts(paths, params, loop)
+    _train(paths, params, loop)
+    fuse_round(paths.snapshot(prev), paths.trained(n), paths.snapshot(n))
+    game = load_section(SelfPlayConfig, "selfplay", params).game
+    build_pool(paths.pool(prev), paths.snapshot(n), load_section(PoolConfig, "pool", params), game, paths.pool(n))
+    _evaluate(paths, n, params, round_metrics(paths.rollouts(n), paths.trained(n)))
