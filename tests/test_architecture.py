@@ -1,0 +1,61 @@
+"""The tree shows the architecture: each subpackage imports only the rooms below it (ARCHITECTURE.md's table)."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Lowest first; a room may import itself and any room before it, never one after it.
+LAYERS = ("core", "games", "players", "play", "train", "eval", "report", "pipeline", "cli")
+MAX_LINES = 400
+
+
+def _room(path: Path) -> str:
+    parts = path.relative_to(ROOT / "arena").parts
+    return parts[0] if len(parts) > 1 else path.stem
+
+
+def _imports(path: Path) -> set[str]:
+    rooms = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        rooms.update(name.split(".")[1] for name in names if name.startswith("arena.") and name.count(".") >= 1)
+    return rooms
+
+
+MODULES = sorted(p for p in (ROOT / "arena").rglob("*.py") if p.name != "__init__.py" or p.parent != ROOT / "arena")
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_imports_point_only_down_the_layers(path):
+    room = _room(path)
+    assert room in LAYERS, f"{path}: room {room!r} is not in ARCHITECTURE.md's layers {LAYERS}"
+    upward = sorted(other for other in _imports(path) if LAYERS.index(other) > LAYERS.index(room))
+    assert not upward, f"{path.relative_to(ROOT)} ({room}) imports {upward}, which sit above it"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_modules_open_with_a_docstring_and_stay_small(path):
+    tree = ast.parse(path.read_text())
+    assert ast.get_docstring(tree), f"{path.relative_to(ROOT)} has no module docstring"
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines (at most {MAX_LINES})"
+
+
+def test_package_inits_import_nothing():
+    """Importing a subpackage must not pull in its logic: stage code closures rely on light ``__init__`` files."""
+    for init in (ROOT / "arena").rglob("__init__.py"):
+        body = ast.parse(init.read_text()).body
+        assert not [n for n in body if isinstance(n, (ast.Import, ast.ImportFrom))], init
+
+
+def test_architecture_md_names_every_room():
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    rooms = {p.name for p in (ROOT / "arena").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    missing = sorted(room for room in rooms if f"`arena/{room}/`" not in text)
+    assert not missing, f"ARCHITECTURE.md does not describe {missing}"
