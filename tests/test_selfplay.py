@@ -78,7 +78,7 @@ def test_pool_grows_and_eval_reports_exploitability(round_zero, tmp_path):
     result = evaluate_round(tmp_path / "snap1", tmp_path / "pool1", 1, RoundEvalConfig(games=10), eval_config,
                             SeedsConfig().reserved(), tmp_path / "r1.json")
     assert 0 <= result["exploitability"] <= 1 and 0 <= result["pool_exploitability"] <= 1
-    assert set(result["kuhn_vs_random"]) >= {"win_rate", "low", "high", "chips_per_round"}
+    assert set(result["kuhn_vs_random"]) >= {"win_rate", "low", "high", "chips_per_hand", "exact_chips_per_hand"}
 
 
 def test_pool_sampling_rules(round_zero):

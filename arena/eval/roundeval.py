@@ -1,8 +1,10 @@
-"""eval@r: a snapshot against fixed external baselines on held-out seeds, plus exact Kuhn exploitability."""
+"""Per-round evaluation: a snapshot against fixed baselines on held-out deals (each from both seats), plus, for Kuhn,
+the exact expected chips per hand against each baseline and the exact exploitability, computed from the policy."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,46 +12,73 @@ from arena.core.artifacts import atomic_write_json
 from arena.core.config import require
 from arena.core.seeds import check_seed_ranges
 from arena.eval.config import EvalConfig, RoundEvalConfig
-from arena.play.match import Slot, play_match
+from arena.games.kuhn_theory import chips_per_hand, exploitability
+from arena.play.match import duplicate_schedule, play_match
 from arena.play.stats import summarize_match
 from arena.players.build import make_player
 from arena.players.config import MLXPlayerConfig
 from arena.players.mlx import MLXPlayer
+from arena.players.policy import model_policy, scripted_kuhn_policy
 from arena.train.pool import load_pool, pool_average_policy
+
+
+def deal_chips(records: Sequence[Mapping[str, Any]], spec: str) -> list[float]:
+    """Per deal (its games from both seats together), ``spec``'s mean chips per hand; errored games are left out."""
+    hands: dict[int, list[float]] = {}
+    for record in records:
+        if not record["errored"]:
+            seat = record["players"].index(spec)
+            hands.setdefault(record["seed"], []).extend(r[seat] for r in record["round_rewards"])
+    return [sum(chips) / len(chips) for _, chips in sorted(hands.items()) if chips]
+
+
+def mean_interval(values: Sequence[float], z: float = 1.96) -> tuple[float, float, float]:
+    """Mean and its normal-approximation 95% interval (the deals are independent; a deal's two seats are not)."""
+    n = len(values)
+    mean = sum(values) / n
+    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / max(n - 1, 1) / n)
+    return mean, mean - z * spread, mean + z * spread
 
 
 def _headline(summary: dict[str, Any]) -> dict[str, Any]:
     rate = summary["p0_win_rate"]
-    row = {"win_rate": rate["rate"], "low": rate["low"], "high": rate["high"],
-           "mean_reward": summary["mean_reward"]["p0"], "games": summary["games"], "errored": summary["errored"]}
-    if "mean_chips_per_round" in summary:
-        row["chips_per_round"] = summary["mean_chips_per_round"]["p0"]
-    return row
+    return {"win_rate": rate["rate"], "low": rate["low"], "high": rate["high"],
+            "mean_reward": summary["mean_reward"]["p0"], "games": summary["games"], "errored": summary["errored"]}
+
+
+def _kuhn_columns(records: Sequence[Mapping[str, Any]], spec: str, opponent: str,
+                  policy: Mapping[str, float]) -> dict[str, Any]:
+    """Sampled chips per hand with its interval, beside the exact value of the policy against the opponent's."""
+    mean, low, high = mean_interval(deal_chips(records, spec))
+    table = scripted_kuhn_policy(opponent)
+    exact = round(chips_per_hand(policy, table), 6) if table is not None else None
+    return {"chips_per_hand": mean, "chips_low": low, "chips_high": high, "exact_chips_per_hand": exact}
 
 
 def evaluate_round(snapshot: str | Path, pool_file: str | Path | None, round_number: int, config: RoundEvalConfig,
                    eval_config: EvalConfig, reserved: list[range], out_file: str | Path,
                    extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Score ``snapshot`` against each fixed baseline on the first ``games`` held-out seeds; write the metrics.
+    """Score ``snapshot`` against each fixed baseline on the first held-out deals, each played from both seats
+    (``games`` games in all); write the metrics.
 
     ``extra`` (e.g. a ReST round's curriculum tiers and win-set size) is recorded alongside, never scored here.
     """
-    seeds = range(eval_config.seeds.start, eval_config.seeds.start + config.games)
+    seeds = range(eval_config.seeds.start, eval_config.seeds.start + (config.games + 1) // 2)
     require(seeds.stop <= eval_config.seeds.stop, "roundeval.games", config.games,
-            f"must fit in eval.seeds ({len(eval_config.seeds)} seeds)")
+            f"needs {len(seeds)} deals (each played from both seats) but eval.seeds has {len(eval_config.seeds)}")
     check_seed_ranges(seeds, reserved)
     player = MLXPlayer(snapshot, MLXPlayerConfig(view=config.view, temperature=config.temperature))
-    schedule = [Slot(seed, k % 2) for k, seed in enumerate(seeds)]
+    schedule = duplicate_schedule(seeds, config.games)
     result: dict[str, Any] = {"round": round_number, "snapshot": player.spec, "model_hash": player.pin()["model_hash"]}
+    policy = model_policy(player) if any(game.game_id == "kuhn" for game in eval_config.games) else None
     for game in eval_config.games:
         for spec in config.opponents:
             records = play_match(game.game_id, (player, make_player(spec)), schedule, variant=game.variant)
-            result[f"{game.label}_vs_{spec}"] = _headline(summarize_match(records, player.spec, spec))
-    if any(game.game_id == "kuhn" for game in eval_config.games):
-        from arena.games.kuhn_theory import exploitability
-        from arena.players.policy import model_policy
-
-        policy = model_policy(player)
+            row = _headline(summarize_match(records, player.spec, spec))
+            if game.game_id == "kuhn":
+                row.update(_kuhn_columns(records, player.spec, spec, policy))
+            result[f"{game.label}_vs_{spec}"] = row
+    if policy is not None:
         result["exploitability"] = round(exploitability(policy), 6)
         result["kuhn_policy"] = policy
         if pool_file is not None:

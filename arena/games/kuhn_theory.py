@@ -186,6 +186,14 @@ def expected_value(first: Policy, second: Policy) -> float:
     return sum(_value("", deal, (first, second)) for deal in DEALS) / len(DEALS)
 
 
+def chips_per_hand(policy: Policy, opponent: Policy) -> float:
+    """Exact expected chips per hand of ``policy`` against ``opponent`` when each opens half the hands.
+
+    That is how duplicate play deals: every deal is played from both seats, and the opener alternates.
+    """
+    return (expected_value(policy, opponent) - expected_value(opponent, policy)) / 2.0
+
+
 def self_play_value(policy: Policy) -> float:
     """The policy's expected chips as first mover against itself (the second mover gets the negative)."""
     return expected_value(policy, policy)

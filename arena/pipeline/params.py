@@ -172,8 +172,9 @@ def _check_plan(configs: Mapping[str, Any]) -> None:
     except ConfigError as error:
         raise ConfigError(f"eval.seeds = {format_range(evaluation.seeds)} is invalid: {error}") from None
     roundeval = configs["roundeval"]
-    require(roundeval.games <= len(evaluation.seeds), "roundeval.games", roundeval.games,
-            f"must fit in eval.seeds ({len(evaluation.seeds)} seeds)")
+    require((roundeval.games + 1) // 2 <= len(evaluation.seeds), "roundeval.games", roundeval.games,
+            f"needs {(roundeval.games + 1) // 2} deals (each played from both seats) but eval.seeds has "
+            f"{len(evaluation.seeds)}")
     for index, game in enumerate(evaluation.games):
         check_game(f"eval.games[{index}].id", game.game_id, game.variant)
     shards = configs["shards"]

@@ -1,13 +1,15 @@
-"""A model's Kuhn policy: its probability of the aggressive action at each of the 12 information sets."""
+"""Exact Kuhn policies of players: a model's P(aggressive action) at each of the 12 information sets, and the
+scripted players' own tables."""
 
 from __future__ import annotations
 
 from functools import cache
 
 from arena.games.base import Observation
-from arena.games.kuhn_theory import INFO_SETS
+from arena.games.kuhn_theory import INFO_SETS, nash_policy, uniform_policy
 from arena.games.registry import make_game
 from arena.players.mlx import MLXPlayer
+from arena.players.specs import EPS_ORACLE, parse_epsilon
 
 AGGRESSIVE = ("[bet]", "[call]")
 PASSIVE = ("[check]", "[fold]")
@@ -50,3 +52,21 @@ def model_policy(player: MLXPlayer) -> dict[str, float]:
         aggressive = next(i for i, a in enumerate(observation.legal_actions) if a in AGGRESSIVE)
         policy[name] = round(float(probs[aggressive]), 9)
     return policy
+
+
+def scripted_kuhn_policy(spec: str) -> dict[str, float] | None:
+    """The exact P(bet or call) table a scripted player plays, or None for one that never moves legally.
+
+    ``random`` is uniform over the two legal actions, ``first`` always takes the first (check or fold),
+    ``oracle`` is the Nash policy with alpha 0, and ``eps-oracle:EPS`` mixes uniform and Nash per decision.
+    """
+    if spec == "random":
+        return uniform_policy()
+    if spec == "first":
+        return {name: float(obs.legal_actions[0] in AGGRESSIVE) for name, obs in canonical_observations().items()}
+    if spec == "oracle":
+        return nash_policy(0.0)
+    if spec.startswith(EPS_ORACLE):
+        epsilon, nash = parse_epsilon(spec), nash_policy(0.0)
+        return {name: epsilon * 0.5 + (1.0 - epsilon) * nash[name] for name in INFO_SETS}
+    return None
