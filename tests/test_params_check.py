@@ -105,7 +105,8 @@ CASES = [
     ("roundeval.games", [400], "roundeval.games", r"roundeval\.games = \[400\] must be an integer, got list"),
     ("roundeval.games", 1, "roundeval.games", r"roundeval\.games = 1 is invalid: must be >= 2"),
     ("roundeval.games", 100_000, "roundeval.games",
-     r"roundeval\.games = 100000 is invalid: needs 50000 deals \(each played from both seats\) but eval\.seeds has 400"),
+     r"roundeval\.games = 100000 is invalid: needs 50000 deals \(each played from both seats\) "
+     r"but eval\.seeds has 400"),
     ("roundeval.opponents", ["mlx:artifacts/models/base"], "roundeval.opponents",
      r"roundeval\.opponents = 'mlx:artifacts/models/base' is invalid: fixed external baselines must be scripted"),
     ("rounds.r1.m", 1, "rounds.r1.m", r"unknown key rounds\.r1\.m; allowed keys in rounds\.r1: n, prev"),
