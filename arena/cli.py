@@ -262,19 +262,15 @@ def verify(scorecards, repo, strict, no_fetch) -> None:
 
 
 @main.command()
-@click.option("--write", is_flag=True, help="rewrite dvc.yaml's code lists instead of only checking them")
-@click.option("--dvc-yaml", default="dvc.yaml", show_default=True, type=click.Path(exists=True, dir_okay=False))
-def deps(write: bool, dvc_yaml: str) -> None:
-    """Each stage's code dependencies (its script's import closure) against dvc.yaml; exit 1 if any is stale."""
-    from arena.pipeline.deps import check, sync
+@click.option("--files", is_flag=True, help="list each stage's files, not only their count")
+def deps(files: bool) -> None:
+    """Each stage script's code: its import closure and digest (what the `code` stage writes to artifacts/code)."""
+    from arena.pipeline.deps import manifest, stage_scripts
 
-    blocks = check(dvc_yaml)
-    for block in blocks:
-        state = "STALE" if block.stale else "ok"
-        click.echo(f"{state:5} line {block.line:4}  {block.script}: {len(block.computed)} files")
-    if write:
-        changed = sync(dvc_yaml)
-        click.echo(f"rewrote {len(changed)} code list(s) in {dvc_yaml}")
-    elif any(block.stale for block in blocks):
-        click.echo("run `arena deps --write` to bring dvc.yaml up to date")
-        sys.exit(1)
+    for script in stage_scripts():
+        entry = manifest(script)
+        rooms = sorted({path.split("/")[1] if path.startswith("arena/") else "stages" for path in entry["files"]})
+        click.echo(f"{script}: {len(entry['files'])} files, code digest {entry['code_digest'][:16]} "
+                   f"({', '.join(rooms)})")
+        if files:
+            click.echo("".join(f"  {path}\n" for path in entry["files"]), nl=False)

@@ -9,16 +9,33 @@ import yaml
 from repo_copy import ROOT, make_copy, repro_env, run_dvc, small_params
 
 from arena.core.code import closure, code_digest
-from arena.pipeline.deps import BEGIN, END, check, sync
+from arena.pipeline.deps import stage_scripts, write_manifests
 
 # A module only the round stages run, and one every stage runs (the stage runner's own helpers).
 ROUND_ONLY = "arena/train/fuse.py"
 EVERY_STAGE = "arena/core/errors.py"
 
 
-def test_dvc_yaml_lists_each_stages_import_closure():
-    stale = [block for block in check(ROOT / "dvc.yaml", ROOT) if block.stale]
-    assert not stale, f"run `arena deps --write`: stale code lists for {[b.script for b in stale]}"
+def test_every_stage_depends_on_its_own_code_manifest():
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    for name, stage in stages.items():
+        body = stage.get("do", stage)
+        script = body["cmd"].split()[1]
+        if name == "code":
+            assert body["deps"] == ["arena", "stages"]
+            continue
+        assert f"artifacts/code/{Path(script).stem}.json" in body["deps"], name
+
+
+def test_manifests_hold_each_scripts_closure(tmp_path):
+    written = write_manifests(tmp_path / "code", ROOT)
+    assert set(written) == {Path(s).stem for s in stage_scripts(ROOT)}
+    for name, content in written.items():
+        assert json.loads((tmp_path / "code" / f"{name}.json").read_text()) == content
+        assert content["files"] == closure(content["entry"], ROOT)
+        assert content["code_digest"] == code_digest(content["files"], ROOT)
+    assert "arena/train/basemodel.py" in written["base"]["files"]
+    assert not any(f.startswith(("arena/eval/roundeval", "arena/play/match")) for f in written["base"]["files"])
 
 
 def test_closure_follows_imports_inside_functions_and_packages(tmp_path):
@@ -42,21 +59,20 @@ def test_code_digest_changes_with_content_and_with_names(tmp_path):
     assert code_digest(["a.py"], tmp_path) != first
 
 
-def test_sync_rewrites_a_stale_block_and_check_reports_it(tmp_path):
-    dvc_yaml = tmp_path / "dvc.yaml"
-    dvc_yaml.write_text(f"stages:\n  base:\n    deps:\n    {BEGIN}\n    - stages/base.py\n    {END}\n    - x\n")
-    (block,) = check(dvc_yaml, ROOT)
-    assert block.stale and block.computed[0] == "stages/base.py"
-    assert [b.script for b in sync(dvc_yaml, ROOT)] == ["stages/base.py"]
-    assert not any(b.stale for b in check(dvc_yaml, ROOT))
-    text = dvc_yaml.read_text()
-    assert "    - arena/train/basemodel.py\n" in text and text.endswith("    - x\n")
+def test_package_data_files_belong_to_the_closure(tmp_path):
+    (tmp_path / "arena" / "data").mkdir(parents=True)
+    (tmp_path / "arena" / "__init__.py").write_text('"""pkg"""\n')
+    (tmp_path / "arena" / "data" / "table.json").write_text("{}\n")
+    (tmp_path / "main.py").write_text("import arena\n")
+    assert closure("main.py", tmp_path) == ["arena/__init__.py", "arena/data/table.json", "main.py"]
 
 
 def _stub_commands(repo: Path) -> None:
-    """Every stage's command replaced by one that only creates its outputs (the deps stay as generated)."""
+    """Every stage's command but `code`'s replaced by one that only creates its outputs (the deps stay as they are)."""
     spec = yaml.safe_load((repo / "dvc.yaml").read_text())
-    for stage in spec["stages"].values():
+    for name, stage in spec["stages"].items():
+        if name == "code":
+            continue
         body = stage.get("do", stage)
         outs = [next(iter(o)) if isinstance(o, dict) else o for o in body.get("outs", []) + body.get("metrics", [])]
         files = [o for o in outs if o.endswith(".json")]
@@ -78,13 +94,17 @@ def test_editing_a_module_reruns_exactly_the_stages_that_import_it(tmp_path):
     for module in (ROUND_ONLY, EVERY_STAGE):
         with open(repo / module, "a") as handle:
             handle.write("\n# edited by the test\n")
+        # Until `code` reruns, only it knows; then exactly the stages whose manifest changed are out of date.
+        assert set(json.loads(run_dvc(repo, env, "status", "--json").stdout)) == {"code"}
+        assert run_dvc(repo, env, "repro", "-q", "code").returncode == 0
         status = json.loads(run_dvc(repo, env, "status", "--json").stdout)
         flagged = {name.split("@")[0] for name in status}
-        expected = {name for name, stage in stages.items()
-                    if module in closure(stage.get("do", stage)["deps"][0], repo)}
+        expected = {name for name, stage in stages.items() if name != "code" and module in _closure_of(stage, repo)}
         assert flagged == expected, (module, flagged, expected)
         assert run_dvc(repo, env, "repro", "-q").returncode == 0
-    assert {"round0", "round"} == {n for n, s in stages.items() if ROUND_ONLY in closure(s.get("do", s)["deps"][0],
-                                                                                          repo)}
-    assert len({n for n, s in stages.items() if EVERY_STAGE in closure(s.get("do", s)["deps"][0], repo)}) == \
-        len(stages)
+    assert {n for n, s in stages.items() if n != "code" and ROUND_ONLY in _closure_of(s, repo)} == {"round0", "round"}
+    assert len({n for n, s in stages.items() if n != "code" and EVERY_STAGE in _closure_of(s, repo)}) == len(stages) - 1
+
+
+def _closure_of(stage: dict, repo: Path) -> list[str]:
+    return closure(stage.get("do", stage)["cmd"].split()[1], repo)

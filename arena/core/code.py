@@ -61,8 +61,15 @@ def _direct(path: Path, root: Path) -> frozenset[Path]:
     return frozenset(found)
 
 
+def _package_data(modules: set[Path]) -> set[Path]:
+    """Data files live in a ``data/`` folder beside the modules that read them; they belong to the closure too."""
+    data_dirs = {module.parent / "data" for module in modules}
+    return {path for folder in data_dirs if folder.is_dir() for path in folder.rglob("*") if path.is_file()}
+
+
 def closure(entry: str | Path, root: Path | None = None) -> list[str]:
-    """``entry`` and every project module it imports, transitively, as sorted paths relative to ``root``."""
+    """``entry``, every project module it imports (transitively) and their packages' ``data/`` files, as sorted
+    paths relative to ``root``."""
     root = (root or project_root()).resolve()
     start = (root / entry).resolve() if not Path(entry).is_absolute() else Path(entry).resolve()
     seen, todo = {start}, [start]
@@ -71,7 +78,7 @@ def closure(entry: str | Path, root: Path | None = None) -> list[str]:
             if module not in seen:
                 seen.add(module)
                 todo.append(module)
-    return sorted(path.relative_to(root).as_posix() for path in seen)
+    return sorted(path.relative_to(root).as_posix() for path in seen | _package_data(seen))
 
 
 def code_digest(files: Iterable[str], root: Path | None = None) -> str:
