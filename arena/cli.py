@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 import arena
 from arena.core.blas import ensure_fast_blas
 from arena.core.errors import ArenaError
+
+if TYPE_CHECKING:
+    from arena.players.config import FrontierConfig
 
 
 class _Group(click.Group):
@@ -66,6 +70,18 @@ def _variant(pairs: tuple[str, ...]) -> dict:
     return variant
 
 
+def _frontier_config(params: str | None) -> FrontierConfig:
+    """``params``' frontier: section (default: ./params.yaml when it exists), else FrontierConfig's defaults."""
+    from pathlib import Path
+
+    from arena.core.config import PARAMS_FILE, load_params
+    from arena.players.build import load_frontier_config
+
+    if params is None and not Path(PARAMS_FILE).exists():
+        return load_frontier_config({})
+    return load_frontier_config(load_params(params or PARAMS_FILE))
+
+
 @main.command()
 @click.argument("game")
 @click.option("--p0", required=True, help="first player spec (random, first, oracle, staller, spammer, mlx:PATH, ...)")
@@ -75,23 +91,29 @@ def _variant(pairs: tuple[str, ...]) -> dict:
 @click.option("--variant", multiple=True, help="game variant key=value (repeatable)")
 @click.option("--temperature", default=1.0, show_default=True, type=float, help="MLX players' sampling temperature")
 @click.option("--view", default="compact", show_default=True, type=click.Choice(["compact", "full"]))
+@click.option("--params", type=click.Path(dir_okay=False),
+              help="params file whose frontier: section configures openai: players [default: params.yaml if present]")
 @click.option("--concurrency", default=64, show_default=True, type=int, help="games played in lockstep")
 @click.option("--out", type=click.Path(), help="also write the game records as a JSONL shard here")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
-def play(game, p0, p1, games, seed, variant, temperature, view, concurrency, out, as_json) -> None:
-    """Play GAMES games of GAME between two players and print the score."""
+def play(game, p0, p1, games, seed, variant, temperature, view, params, concurrency, out, as_json) -> None:
+    """Play GAMES games of GAME between two players and print the score.
+
+    MLX players sample with --view and --temperature; frontier players (openai:MODEL@BASE_URL) are called
+    with the frontier: section of --params.
+    """
     from arena.games.registry import get_spec
     from arena.play.match import duplicate_schedule, timed_match
     from arena.play.records import write_shard
     from arena.play.stats import summarize_match
-    from arena.players.build import make_player
+    from arena.players.build import PlayerConfigs
     from arena.players.config import MLXPlayerConfig
 
     get_spec(game)
     if games < 1:
         raise ArenaError(f"--games {games} must be >= 1")
-    mlx_config = MLXPlayerConfig(view=view, temperature=temperature)
-    players = (make_player(p0, mlx_config=mlx_config), make_player(p1, mlx_config=mlx_config))
+    configs = PlayerConfigs(MLXPlayerConfig(view=view, temperature=temperature), _frontier_config(params))
+    players = (configs.make(p0), configs.make(p1))
     if players[0].spec == players[1].spec:
         raise ArenaError(f"--p0 and --p1 are both {p0!r}: give two different specs (e.g. mlx:PATH vs random)")
     schedule = duplicate_schedule(range(seed, seed + (games + 1) // 2), games)

@@ -15,10 +15,12 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     from arena.play.shards import build_shard
+    from arena.players.build import player_configs
 
     params = checked_params(args.params)
-    build_shard(load_section(ShardsConfig, "shards", params), load_section(SeedsConfig, "seeds", params),
-                args.shard, args.out)
+    shards = load_section(ShardsConfig, "shards", params)
+    build_shard(shards, load_section(SeedsConfig, "seeds", params), args.shard, args.out,
+                configs=player_configs(params, shards))
 
 
 if __name__ == "__main__":

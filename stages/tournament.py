@@ -15,11 +15,13 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     from arena.eval.runner import run_stage
+    from arena.players.build import player_configs
 
     params = checked_params(args.params)
     seeds = load_section(SeedsConfig, "seeds", params)
-    excluded = run_stage(EvalConfig.from_dict(params.get("eval"), "eval"),
-                         load_section(TournamentConfig, args.section, params), seeds.reserved(), args.out)
+    tournament = load_section(TournamentConfig, args.section, params)
+    excluded = run_stage(EvalConfig.from_dict(params.get("eval"), "eval"), tournament, seeds.reserved(), args.out,
+                         player_configs(params, tournament))
     for spec, reason in excluded.items():
         print(f"excluded {spec}: {reason}")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -29,6 +30,8 @@ class Reply:
     quote part of a bad key back); ``huge`` sends ``size`` bytes of valid JSON; ``control_chars`` puts
     control characters in the content (escaped, so the JSON is valid); ``raw_control`` puts them raw in
     the body (invalid JSON); ``nested`` sends ``size`` opening brackets (deeper than any JSON parser recurses).
+    ``template``, when set, replaces ``content``: it is formatted with the legal actions the request lists
+    (``{0}``, ``{1}``, ...), so one scripted reply (a reasoning-style one, say) is legal in every game state.
     """
 
     kind: str = "ok"
@@ -39,6 +42,13 @@ class Reply:
     delay_s: float = 0.0
     size: int = 1_000_000
     echo_auth: bool = False
+    template: str | None = None
+
+    def text(self, body: Any) -> str:
+        """The content to send in answer to the request ``body``."""
+        if self.template is None:
+            return self.content
+        return self.template.format(*legal_actions(body))
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -54,6 +64,15 @@ class SeenRequest:
     body: Any
     headers: dict[str, str]
     time: float
+
+
+def legal_actions(body: Any) -> list[str]:
+    """The bracketed legal actions a player's request lists on its last ``Legal actions:`` line."""
+    try:
+        user = body["messages"][-1]["content"]
+    except (KeyError, IndexError, TypeError):
+        return []
+    return re.findall(r"\[[^\]]*\]", user.rpartition("Legal actions:")[2])
 
 
 def completion(content: str, model: str, **extra: Any) -> dict[str, Any]:
@@ -179,9 +198,9 @@ class FaultServer:
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
                 server._record(SeenRequest("POST", self.path, body, self._headers(), time.monotonic()))
-                self._answer(server._next_reply())
+                self._answer(server._next_reply(), body)
 
-            def _answer(self, reply: Reply) -> None:
+            def _answer(self, reply: Reply, body: Any) -> None:
                 if reply.kind == "timeout":
                     time.sleep(reply.delay_s)
                     self._send(200, json.dumps(completion(reply.content, reply.model)).encode())
@@ -211,7 +230,7 @@ class FaultServer:
                     body = json.dumps(completion("CONTROL", reply.model)).encode()
                     self._send(200, body.replace(b"CONTROL", b"\x00\x07\x1b[bet]"))
                 else:
-                    self._send(200, json.dumps(completion(reply.content, reply.model)).encode())
+                    self._send(200, json.dumps(completion(reply.text(body), reply.model)).encode())
 
         return Handler
 

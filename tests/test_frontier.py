@@ -21,14 +21,8 @@ from arena.core.errors import ArenaError
 from arena.core.paths import cache_dir
 from arena.games.base import Observation
 from arena.players.config import FrontierConfig
-from arena.players.frontier import (
-    MAX_ACTION_CHARS,
-    MAX_REPLY_BYTES,
-    FrontierPlayer,
-    parse_action,
-    parse_retry_after,
-    retry_delay,
-)
+from arena.players.frontier import MAX_REPLY_BYTES, FrontierPlayer, parse_retry_after, retry_delay
+from arena.players.frontier_reply import MAX_ACTION_CHARS, parse_action
 from arena.players.specs import FrontierError, parse_spec
 
 LEGAL = ("[check]", "[bet]")
@@ -145,11 +139,21 @@ def test_config_loads_from_a_params_section():
     ("reply", "action"),
     [
         ("[bet]", "[bet]"),
-        ("I think [check] then maybe [bet]", "[check]"),
-        ("[bet] is better than [check]", "[bet]"),
+        # Reasoning replies: the last legal action named is the answer, within the first pass that finds one.
+        ("I think [check] then maybe [bet]", "[bet]"),
+        ("I could [check], but I'll [bet]", "[bet]"),
+        ("[bet]? On reflection, no: [check]", "[check]"),
         ("[BET]!", "[bet]"),
-        ("bet, obviously; never check", "[bet]"),
+        ("Check? No: bet, obviously.", "[bet]"),
+        ("[check] is safe; I BET", "[check]"),  # an exact match beats a later case-folded or bare one
         ("I will Check.", "[check]"),
+        # An answer tag is the final answer: the last tag's content, wherever the reasoning wanders after it.
+        ("I could [check], but <answer>[bet]</answer>", "[bet]"),
+        ("<answer>[bet]</answer>, definitely not [check]", "[bet]"),
+        ("<answer>[check]</answer>? No. <answer>[bet]</answer>", "[bet]"),
+        ("<ANSWER> Bet </Answer>", "[bet]"),
+        ("[check] is tempting. <answer>\nall in\x07</answer>", "all in"),  # an illegal final answer stays illegal
+        ("unclosed <answer>[check] then [bet]", "[bet]"),  # no closed tag: the whole reply is read
         ("alphabet soup", "alphabet soup"),  # "bet" inside a word is not the token
         ("\x00\x1b[31m\x07  go\tall\nin ", "[31m go all in"),
         ("", ""),
@@ -162,6 +166,10 @@ def test_parse_action(reply, action):
 def test_parse_action_prefers_the_longest_action_at_the_same_place():
     assert parse_action("[Bid: 3, 4] please", ("[Bid: 3, 4]", "[Bid: 3, 4]]", "[Call]")) == "[Bid: 3, 4]"
     assert parse_action("take 1 3", ("[1 3]", "[1 2]")) == "[1 3]"
+    # The occurrence that ends last wins, the longest on a tie: an action inside a longer one never beats it.
+    assert parse_action("take 1 3", ("[3]", "[1 3]")) == "[1 3]"
+    bids = ("[Bid: 1, 2]", "[Bid: 1, 2, 3]")
+    assert parse_action("[Bid: 1, 2] or [Bid: 1, 2, 3]? [Bid: 1, 2]", bids) == "[Bid: 1, 2]"
 
 
 def test_parse_action_caps_garbage():
@@ -368,7 +376,7 @@ def test_corrupt_cache_entry_is_ignored_and_refetched(server, caplog):
     path = cache_dir() / "frontier" / name
     path.write_text('{"format": 1, "request": ')
     fresh = FrontierPlayer("m", server.base_url, FAST)
-    with caplog.at_level(logging.WARNING, logger="arena.players.frontier"):
+    with caplog.at_level(logging.WARNING, logger="arena.players.frontier_cache"):
         decision = fresh.act(observation())
     assert decision.action == "[check]" and fresh.stats.calls == 1 and server.completions_seen() == 2
     assert "ignoring unreadable frontier cache entry" in caplog.text and name in caplog.text

@@ -23,7 +23,7 @@ from arena.players.build import make_player
 from arena.players.config import FrontierConfig
 from arena.players.frontier import MAX_REPLY_BYTES, FrontierPlayer
 
-# Always a legal Kuhn move: parse_action takes the first legal action named ([call] facing a bet, else [check]).
+# Always a legal Kuhn move: parse_action plays the one legal action it names ([call] facing a bet, else [check]).
 LEGAL_REPLY = "[call] [check]"
 FAST = FrontierConfig(timeout_s=0.2, max_retries=2, backoff_s=0.02, max_wait_s=0.2)
 ATTEMPTS = FAST.max_retries + 1
@@ -196,3 +196,25 @@ def test_a_tournament_with_a_frontier_player_builds_its_leaderboard(tmp_path):
         assert run_stage(evaluation, config, [range(0, 1_000_000)], tmp_path / "cards") == {}
     board = build_leaderboard(load_archive([tmp_path / "cards"]))
     assert spec in json.dumps(board)
+
+
+# Reasoning-style replies (formatted with the request's legal actions) -> which legal action each must play.
+REASONING = {
+    "last_mention": ("{0} is the safe move, but {1} wins more chips.", 1),
+    "changed_mind": ("I'll play {1}. Hmm, on reflection, no: {0}.", 0),
+    "answer_tag": ("{0} looks tempting, but <answer>{1}</answer>, definitely not {0}.", 1),
+    "last_answer_tag": ("<answer>{1}</answer>? Wait. {1} loses here. <answer>{0}</answer>", 0),
+}
+
+
+@pytest.mark.parametrize("style", list(REASONING))
+def test_a_reasoning_reply_plays_its_final_answer(style):
+    template, index = REASONING[style]
+    with FaultServer(Reply(template=template)) as server:
+        player = FrontierPlayer("m", server.base_url, FAST)
+        records = _match(player, SCHEDULE)
+    moves = [(d["legal"], d["action"]) for r in records for d in r["decisions"]
+             if r["players"][d["player"]] == player.spec]
+    assert moves and all(action == legal[index] for legal, action in moves), moves
+    assert not any(r["errored"] for r in records)
+    assert all(r["invalid_moves"] == [0, 0] for r in records)

@@ -11,21 +11,20 @@ from arena.eval.config import EvalConfig, TournamentConfig
 from arena.eval.tournament import PlayerLoadError, run_tournament, write_scorecards
 from arena.play.match import Slot, play_match
 from arena.players.base import Player
-from arena.players.build import make_player
-from arena.players.config import MLXPlayerConfig
+from arena.players.build import PlayerConfigs, player_configs
 
 
 class PlayerCache:
-    """Builds each player once per tournament; a spec that cannot be built is a PlayerLoadError."""
+    """Builds each player once per tournament, with ``configs``; a spec that cannot be built is a PlayerLoadError."""
 
-    def __init__(self, mlx_config: MLXPlayerConfig) -> None:
-        self.mlx_config = mlx_config
+    def __init__(self, configs: PlayerConfigs) -> None:
+        self.configs = configs
         self._players: dict[str, Player] = {}
 
     def get(self, spec: str) -> Player:
         if spec not in self._players:
             try:
-                self._players[spec] = make_player(spec, mlx_config=self.mlx_config)
+                self._players[spec] = self.configs.make(spec)
             except ArenaError as error:
                 raise PlayerLoadError(spec, str(error)) from error
         return self._players[spec]
@@ -39,9 +38,13 @@ class PlayerCache:
 
 
 def run_stage(eval_config: EvalConfig, config: TournamentConfig, reserved_seeds: Sequence[range],
-              out_dir: str | Path) -> dict[str, str]:
-    """Play the round robin and write its score cards (and the excluded players) to ``out_dir``."""
-    cache = PlayerCache(MLXPlayerConfig(view=config.view, temperature=config.temperature))
+              out_dir: str | Path, configs: PlayerConfigs | None = None) -> dict[str, str]:
+    """Play the round robin and write its score cards (and the excluded players) to ``out_dir``.
+
+    ``configs`` are the players' configs (``player_configs(params, config)``); without them, those of a
+    params file with no ``frontier:`` section.
+    """
+    cache = PlayerCache(configs or player_configs({}, config))
     result = run_tournament(eval_config, config.all_players, cache.play, reserved_seeds=reserved_seeds)
     write_scorecards(out_dir, result.cards, excluded=result.excluded)
     return result.excluded

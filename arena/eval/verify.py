@@ -30,7 +30,7 @@ from arena.eval.tournament import TournamentError, make_scorecard, verify_card
 from arena.games.variants import game_label
 from arena.play.match import Slot, play_match
 from arena.players.base import Player
-from arena.players.build import make_player
+from arena.players.build import make_player, section_mlx_config
 from arena.players.config import MLXPlayerConfig
 from arena.players.mlx import MLXPlayer
 
@@ -306,7 +306,7 @@ def _config_candidates(params: Mapping[str, Any], spec: str, section: str | None
     candidates = []
     for name in names:
         config = load_section(TournamentConfig, name, params)
-        candidates.append((f"params.yaml {name}", MLXPlayerConfig(view=config.view, temperature=config.temperature)))
+        candidates.append((f"params.yaml {name}", section_mlx_config(config)))
     return candidates or [("MLXPlayerConfig defaults: no params.yaml section lists this player", MLXPlayerConfig())]
 
 

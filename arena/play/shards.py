@@ -12,8 +12,7 @@ from arena.core.seeds import SeedsConfig, shard_seeds
 from arena.play.config import ShardsConfig
 from arena.play.match import duplicate_schedule, play_match
 from arena.play.records import SHARD_FILE, write_shard
-from arena.players.build import make_player
-from arena.players.config import MLXPlayerConfig
+from arena.players.build import PlayerConfigs, player_configs
 
 
 def _model_inputs(specs: tuple[str, ...]) -> dict[str, str]:
@@ -21,12 +20,16 @@ def _model_inputs(specs: tuple[str, ...]) -> dict[str, str]:
 
 
 def build_shard(config: ShardsConfig, seeds: SeedsConfig, shard: int, out_dir: str | Path,
-                progress: bool = True) -> int:
-    """Play shard ``shard``'s games (its own block of training seeds) and write ``out_dir``."""
+                progress: bool = True, configs: PlayerConfigs | None = None) -> int:
+    """Play shard ``shard``'s games (its own block of training seeds) and write ``out_dir``.
+
+    ``configs`` are the players' configs (``player_configs(params, config)``); without them, those of a
+    params file with no ``frontier:`` section.
+    """
     require(shard in config.shards, "--shard", shard, f"must be one of shards.shards = {list(config.shards)}")
     block = shard_seeds(seeds, shard, config.games_per_shard)
-    mlx_config = MLXPlayerConfig(view=config.view, temperature=config.temperature)
-    players = tuple(make_player(spec, mlx_config=mlx_config) for spec in config.players)
+    configs = configs or player_configs({}, config)
+    players = tuple(configs.make(spec) for spec in config.players)
     records = play_match(config.game, players, duplicate_schedule(block, config.games_per_shard),
                          variant=config.variant, progress=progress)
     with atomic_dir(out_dir) as tmp:

@@ -1,11 +1,54 @@
-"""Build the player a spec names (scripted, local MLX model or frontier endpoint), with the configs it is given."""
+"""Build the player a spec names (scripted, local MLX model or frontier endpoint), with the configs params give it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from arena.core.config import load_section
 from arena.core.errors import ArenaError
 from arena.players.base import Player
 from arena.players.config import FrontierConfig, MLXPlayerConfig
 from arena.players.specs import EPS_ORACLE, SCRIPTED_NAMES, SPEC_HELP, parse_spec
+
+
+class Sampling(Protocol):
+    """A loaded params section that says how its model players sample (TournamentConfig, ShardsConfig, ...)."""
+
+    view: str
+    temperature: float
+
+
+@dataclass(frozen=True)
+class PlayerConfigs:
+    """Every config a spec's player may need: how MLX models sample, how frontier endpoints are called."""
+
+    mlx: MLXPlayerConfig = field(default_factory=MLXPlayerConfig)
+    frontier: FrontierConfig = field(default_factory=FrontierConfig)
+
+    def make(self, spec: str, *, check: bool = True) -> Player:
+        """``make_player(spec)`` with these configs."""
+        return make_player(spec, mlx_config=self.mlx, frontier_config=self.frontier, check=check)
+
+
+def section_mlx_config(section: Sampling) -> MLXPlayerConfig:
+    """The MLX player config a loaded params section gives: its ``view`` and ``temperature``."""
+    return MLXPlayerConfig(view=section.view, temperature=section.temperature)
+
+
+def load_frontier_config(params: Mapping[str, Any]) -> FrontierConfig:
+    """The parsed params' ``frontier:`` section as a FrontierConfig; its defaults when the section is absent."""
+    return load_section(FrontierConfig, "frontier", params)
+
+
+def player_configs(params: Mapping[str, Any], section: Sampling) -> PlayerConfigs:
+    """The configs for the players ``section`` lists: its sampling, and the params' ``frontier:`` settings.
+
+    Every place that builds players from specs listed in params.yaml takes its configs from here, so a
+    ``frontier:`` section applies wherever a frontier player plays.
+    """
+    return PlayerConfigs(section_mlx_config(section), load_frontier_config(params))
 
 
 def make_player(spec: str, *, mlx_config: MLXPlayerConfig | None = None,

@@ -42,7 +42,10 @@ class FrontierConfig:
     cache hits are free. ``max_retries`` is the number of retries after the first attempt; retry ``i``
     waits ``backoff_s * 2**i`` (at least the server's Retry-After on 429/503), never more than
     ``max_wait_s``. ``seed`` is mixed with each observation's ``sample_key`` into the request seed, so
-    different decisions draw different samples and a rerun hits the cache.
+    different decisions draw different samples and a rerun hits the cache. The player plays a reply's
+    final answer: its last ``<answer>...</answer>`` tag when it has one (a ``system_prompt`` that lets the
+    model reason first can ask for it; the default asks for the bare action), else the last legal action
+    it names. Reasoning needs a larger ``max_tokens``: a reply cut off before its answer is misread.
     """
 
     api_key_env: str = "OPENAI_API_KEY"

@@ -5,35 +5,32 @@ Spec ``openai:MODEL@BASE_URL``. Every real HTTP attempt (retries included) count
 a content-addressed, append-only cache (one file per request digest) so a rerun costs no calls.
 Failures (endpoint down, timeouts, HTTP errors, malformed or oversized replies, cap reached) come back
 as ``Decision(action="", error=...)``, never as exceptions. The API key is read from the environment
-at construction, handed to the HTTP client and never written anywhere else.
+at construction, handed to the HTTP client and never written anywhere else. A reply's text is read by
+``arena.players.frontier_reply`` (its final answer is played) and cached by ``arena.players.frontier_cache``.
 """
 
 from __future__ import annotations
 
 import email.utils
 import ipaddress
-import json
 import logging
 import os
-import re
 import time
-import unicodedata
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import httpx2
 import openai
 
-from arena.core.artifacts import atomic_write_json
 from arena.core.hashing import digest_config
-from arena.core.paths import cache_dir
 from arena.games.base import Observation
 from arena.players.base import Decision, Player
 from arena.players.config import FrontierConfig
+from arena.players.frontier_cache import CACHE_FORMAT, ResponseCache
+from arena.players.frontier_reply import AttemptFailed, Reply, parse_action, parse_reply
 from arena.players.specs import SPEC_PREFIX, FrontierError, normalise_base_url, parse_spec
 
 log = logging.getLogger(__name__)
@@ -43,17 +40,14 @@ log = logging.getLogger(__name__)
 # unicode, so 256 KiB leaves room for any honest reply while a runaway 1 MB body is cut off.
 MAX_REPLY_BYTES = 256 * 1024
 
-# The longest free-text reply passed on to the game as an (invalid) action, and the longest model id kept.
-MAX_ACTION_CHARS = 200
-MAX_MODEL_ID_CHARS = 200
 # Sent when the key's environment variable is unset: local servers ignore it, remote ones answer 401.
 DUMMY_KEY = "sk-no-key"
-# Bumped whenever the request or the cached record changes shape, so old entries are never misread.
-CACHE_FORMAT = 1
-PROMPT_FORMAT = 1
+# Part of every pin: bumped whenever how a request is built or a reply is read changes, so results pinned
+# to one way of playing are never mixed with another's. 2: the reply's final answer is played (its last
+# <answer> tag, else the last legal action it names), not the first legal action it names. Requests are
+# unchanged, so replies cached under CACHE_FORMAT 1 still serve.
+PROMPT_FORMAT = 2
 RETRYABLE_STATUS = frozenset({408, 409, 429})
-
-
 
 
 def _is_loopback(host: str) -> bool:
@@ -76,71 +70,6 @@ class FrontierStats:
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class Reply:
-    """The part of a chat completion arena keeps: the server's model id, the text, why it stopped."""
-
-    model: str | None
-    content: str
-    finish_reason: str | None
-
-
-class AttemptFailed(Exception):
-    """One real attempt failed; ``reason`` is a short text built here, never from server text or the key."""
-
-    def __init__(self, reason: str, *, retryable: bool, retry_after: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.retryable = retryable
-        self.retry_after = retry_after
-
-
-def sanitise(text: str, limit: int) -> str:
-    """Control and format characters (escapes, NULs, bidi overrides) become spaces, whitespace runs collapse,
-    ends are trimmed, at most ``limit`` characters remain."""
-    cleaned = "".join(" " if unicodedata.category(c) in ("Cc", "Cf") else c for c in text)
-    return " ".join(cleaned.split())[:limit]
-
-
-def _utf8(text: str) -> str:
-    """``text`` with lone surrogates (legal in JSON escapes, unencodable in UTF-8) replaced by '?'."""
-    return text.encode("utf-8", "replace").decode("utf-8")
-
-
-def _earliest(haystack: str, needles: Sequence[tuple[str, str]]) -> str | None:
-    """The action whose pattern occurs first in ``haystack`` (the longest pattern wins a tie)."""
-    best: tuple[int, int, str] | None = None
-    for pattern, action in needles:
-        match = re.search(pattern, haystack)
-        if match is None:
-            continue
-        candidate = (match.start(), -(match.end() - match.start()), action)
-        if best is None or candidate[:2] < best[:2]:
-            best = candidate
-    return best[2] if best else None
-
-
-def parse_action(reply: str, legal_actions: Sequence[str]) -> str:
-    """The legal action a free-text reply names, else the reply itself, sanitised, for the game to reject.
-
-    Tries in order: an exact legal action string; the same, ignoring case; the bare token inside a
-    legal action's brackets as a whole word, ignoring case (``I bet`` -> ``[bet]``). Within each pass
-    the earliest occurrence wins.
-    """
-    exact = [(re.escape(a), a) for a in legal_actions if a]
-    folded = [(f"(?i){re.escape(a)}", a) for a in legal_actions if a]
-    tokens = [
-        (rf"(?i)(?<!\w){re.escape(a[1:-1].strip())}(?!\w)", a)
-        for a in legal_actions
-        if len(a) > 2 and a.startswith("[") and a.endswith("]") and a[1:-1].strip()
-    ]
-    for needles in (exact, folded, tokens):
-        found = _earliest(reply, needles)
-        if found is not None:
-            return found
-    return sanitise(reply, MAX_ACTION_CHARS)
 
 
 def parse_retry_after(headers: Any, now: float | None = None) -> float | None:
@@ -173,83 +102,6 @@ def retry_delay(retry_index: int, retry_after: float | None, config: FrontierCon
     backoff = config.backoff_s * (2**retry_index)
     wait = backoff if retry_after is None else max(backoff, retry_after)
     return min(wait, config.max_wait_s)
-
-
-def parse_reply(body: bytes) -> Reply:
-    """Validate a chat-completion body's shape; raise AttemptFailed naming what is wrong."""
-    try:
-        data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        # json.loads is strict: raw control characters inside strings are malformed JSON too; deeply
-        # nested arrays exhaust the parser's recursion limit.
-        raise AttemptFailed("malformed JSON reply", retryable=True) from None
-    if not isinstance(data, dict):
-        raise AttemptFailed("reply is not a JSON object", retryable=True)
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices:
-        raise AttemptFailed("reply has no choices", retryable=True)
-    choice = choices[0]
-    message = choice.get("message") if isinstance(choice, dict) else None
-    if not isinstance(message, dict):
-        raise AttemptFailed("reply's first choice has no message", retryable=True)
-    content = message.get("content")
-    if content is not None and not isinstance(content, str):
-        raise AttemptFailed("reply's message content is not text", retryable=True)
-    model = sanitise(_utf8(data["model"]), MAX_MODEL_ID_CHARS) if isinstance(data.get("model"), str) else ""
-    finish = choice.get("finish_reason")
-    return Reply(
-        model=model or None,
-        content=_utf8(content or ""),
-        finish_reason=sanitise(_utf8(finish), MAX_MODEL_ID_CHARS) if isinstance(finish, str) else None,
-    )
-
-
-class ResponseCache:
-    """Append-only, content-addressed store of good replies: ``<root>/<key[:2]>/<key>.json``, never rewritten."""
-
-    def __init__(self, root: Path | None = None) -> None:
-        self.root = root or cache_dir() / "frontier"
-
-    def path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
-
-    def get(self, key: str, request: dict[str, Any]) -> Reply | None:
-        """The stored reply for ``request``, or None when absent or unreadable (a warning says which file)."""
-        path = self.path(key)
-        if not path.exists():
-            return None
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-            if record["format"] != CACHE_FORMAT or record["request"] != request:
-                raise ValueError("record does not match its request")
-            response = record["response"]
-            model = response["model"]
-            content = response["content"]
-            finish = response["finish_reason"]
-            if not isinstance(content, str) or not all(isinstance(v, (str, type(None))) for v in (model, finish)):
-                raise ValueError("record has the wrong types")
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            log.warning("ignoring unreadable frontier cache entry %s (%s); delete it to cache this request again",
-                        path, type(error).__name__)
-            return None
-        return Reply(model=model, content=content, finish_reason=finish)
-
-    def put(self, key: str, request: dict[str, Any], reply: Reply) -> None:
-        """Store ``reply`` unless an entry for ``key`` exists: written atomically, then linked into place."""
-        path = self.path(key)
-        if path.exists():
-            return
-        record = {"format": CACHE_FORMAT, "key": key, "request": request, "response": asdict(reply)}
-        # Write a private temporary file atomically, then hard-link it: link() refuses to replace an
-        # existing entry, so a concurrent writer of the same key can never overwrite another's reply.
-        tmp = path.with_name(f".{key}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-        atomic_write_json(tmp, record)
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass
-        finally:
-            tmp.unlink(missing_ok=True)
 
 
 class FrontierPlayer(Player):
