@@ -4,9 +4,10 @@ import json
 
 import pytest
 
+from arena.core.code import closure, code_digest, producing_code
 from arena.core.config import ConfigError
 from arena.core.hashing import digest_dir
-from arena.core.pins import PinError, model_pin
+from arena.core.pins import PinError, model_pin, write_meta
 from arena.train.basemodel import build_base
 from arena.train.config import BaseConfig
 
@@ -53,6 +54,20 @@ def test_meta_json_records_digest_and_pin(base_model_dir):
     assert meta["pin"]["model_hash"] == meta["digest"]
     assert meta["pin"]["quant"] == "none"
     assert {"python", "mlx", "mlx-lm", "textarena", "blas"} <= set(meta["versions"])
+
+
+def test_meta_json_records_the_producing_code(base_model_dir, tmp_path):
+    meta = json.loads((base_model_dir / "meta.json").read_text())
+    # Under pytest the producing entry is the CLI; as a DVC stage it is the stage script (stages/base.py).
+    assert meta["code"] == producing_code() == {"entry": "arena/cli.py",
+                                                "code_digest": code_digest(closure("arena/cli.py"))}
+    pinned = {"entry": "stages/base.py", "code_digest": code_digest(closure("stages/base.py"))}
+    (tmp_path / "weights.bin").write_bytes(b"w")
+    written = write_meta(tmp_path, inputs={}, code=pinned)
+    assert written["code"] == pinned == json.loads((tmp_path / "meta.json").read_text())["code"]
+    # The code is recorded beside the artifact, never part of its content digest.
+    assert written["digest"] == digest_dir(tmp_path)
+    assert write_meta(tmp_path, inputs={})["digest"] == written["digest"]
 
 
 @pytest.mark.parametrize("quant", ["q8", "q4"])

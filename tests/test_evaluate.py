@@ -7,7 +7,7 @@ import pytest
 from arena.core.errors import ArenaError
 from arena.eval.config import EvalConfig, TournamentConfig
 from arena.eval.runner import run_stage
-from arena.eval.tournament import load_archive
+from arena.eval.scorecards import load_archive
 from arena.report.publish import publish
 
 EVAL = EvalConfig.from_dict({"games": [{"id": "kuhn", "variant": {"rounds": 2}}], "seeds": [9_000_000, 9_000_040]})

@@ -186,8 +186,9 @@ def test_the_key_reaches_the_server_and_nothing_else(tmp_path, monkeypatch, capl
 def test_a_tournament_with_a_frontier_player_builds_its_leaderboard(tmp_path):
     """Regression: the pin must not change once the server has answered, or the cards disagree about the player."""
     from arena.eval.config import EvalConfig, TournamentConfig
+    from arena.eval.leaderboard import build_leaderboard
     from arena.eval.runner import run_stage
-    from arena.eval.tournament import build_leaderboard, load_archive
+    from arena.eval.scorecards import load_archive
 
     with FaultServer(Reply(content=LEGAL_REPLY)) as server:
         spec = f"openai:m@{server.base_url}"

@@ -14,7 +14,8 @@ from tourney_fakes import ScriptedPlay
 from arena.core.artifacts import dump_json
 from arena.core.hashing import digest_bytes
 from arena.eval.config import EvalConfig
-from arena.eval.tournament import build_leaderboard, run_tournament
+from arena.eval.leaderboard import build_leaderboard
+from arena.eval.tournament import run_tournament
 from arena.report.html import (
     PNG_SIGNATURE,
     ReportError,

@@ -1,4 +1,4 @@
-"""Tests for arena.eval.tournament: seed checks, round robin with scripted play, TrueSkill, score cards, leaderboard."""
+"""Tests for arena.eval (tournament, ratings, scorecards, leaderboard): seed checks, round robin, TrueSkill, cards."""
 
 import copy
 import json
@@ -8,24 +8,23 @@ import trueskill
 from tourney_fakes import ScriptedPlay, make_record, pin_of
 
 from arena.core.artifacts import dump_json
+from arena.core.code import closure, code_digest, producing_code, project_root
 from arena.core.config import ConfigError
 from arena.core.hashing import digest_config
 from arena.core.seeds import check_seed_ranges
 from arena.eval.config import EvalConfig
-from arena.eval.tournament import (
-    Outcome,
-    TournamentError,
-    build_leaderboard,
+from arena.eval.errors import TournamentError
+from arena.eval.leaderboard import build_leaderboard, write_leaderboard
+from arena.eval.ratings import Outcome, update_ratings
+from arena.eval.scorecards import (
     card_digest,
     load_archive,
     load_excluded,
     make_scorecard,
-    run_tournament,
-    update_ratings,
     verify_card,
-    write_leaderboard,
     write_scorecards,
 )
+from arena.eval.tournament import run_tournament
 
 STRENGTH = {"oracle": 3.0, "first": 2.0, "random": 1.0}
 
@@ -319,3 +318,73 @@ def test_all_games_errored_means_no_leaderboard():
     card = make_scorecard(config, config.games[0], "a", "b", records)
     with pytest.raises(TournamentError, match="no player completed"):
         build_leaderboard([card])
+
+
+# --------------------------------------------------------------------------------------------- producing code
+
+PINNED_CODE = {"entry": "stages/tournament.py", "code_digest": "c0de" * 16}
+
+
+def test_score_card_records_the_producing_code_under_its_digest():
+    config = _config()
+    records = ScriptedPlay(STRENGTH)("kuhn", {}, "oracle", "random", list(config.seeds))
+    card = make_scorecard(config, config.games[0], "oracle", "random", records, code=PINNED_CODE)
+    assert card["code"] == PINNED_CODE
+    verify_card(card)
+    # The code is covered by the card's digest: other code, another card; edited code, a stale digest.
+    other = make_scorecard(config, config.games[0], "oracle", "random", records,
+                           code={**PINNED_CODE, "code_digest": "f" * 64})
+    assert other["digest"] != card["digest"]
+    assert {k: v for k, v in other.items() if k not in ("code", "digest")} == \
+        {k: v for k, v in card.items() if k not in ("code", "digest")}
+    edited = copy.deepcopy(card)
+    edited["code"]["code_digest"] = "f" * 64
+    with pytest.raises(TournamentError, match="digest does not match"):
+        verify_card(edited)
+    # Without an override a card records this process's code (under pytest: arena/cli.py's closure).
+    default = make_scorecard(config, config.games[0], "oracle", "random", records)
+    assert default["code"] == producing_code() == {"entry": "arena/cli.py",
+                                                   "code_digest": code_digest(closure("arena/cli.py"))}
+
+
+def test_cards_written_before_code_digests_still_verify_and_malformed_code_is_refused():
+    config = _config()
+    records = ScriptedPlay(STRENGTH)("kuhn", {}, "oracle", "random", list(config.seeds))
+    card = make_scorecard(config, config.games[0], "oracle", "random", records, code=PINNED_CODE)
+    old = {k: v for k, v in card.items() if k != "code"}
+    old["digest"] = card_digest(old)
+    verify_card(old)
+    assert build_leaderboard([old])["ranking"] == build_leaderboard([card])["ranking"]
+    for bad in ({"entry": "stages/tournament.py"}, {**PINNED_CODE, "code_digest": 7}, "stages/tournament.py"):
+        with pytest.raises(TournamentError, match="must be {'entry'"):
+            make_scorecard(config, config.games[0], "oracle", "random", records, code=bad)
+        forged = {**old, "code": bad}
+        forged["digest"] = card_digest(forged)
+        with pytest.raises(TournamentError, match="card: code .* must be"):
+            verify_card(forged)
+
+
+def test_tournament_cards_record_the_tournament_stage_code(monkeypatch):
+    assert {card["code"]["code_digest"] for card in _tournament().cards} == {producing_code()["code_digest"]}
+    pinned = run_tournament(_config(), ["oracle", "random"], ScriptedPlay(STRENGTH), code=PINNED_CODE)
+    assert [card["code"] for card in pinned.cards] == [PINNED_CODE, PINNED_CODE]
+    # Run as `python stages/tournament.py` (the DVC stage), the cards record that script's import closure.
+    import __main__
+
+    monkeypatch.setattr(__main__, "__file__", str(project_root() / "stages" / "tournament.py"), raising=False)
+    stage = run_tournament(_config(), ["oracle", "random"], ScriptedPlay(STRENGTH))
+    files = closure("stages/tournament.py")
+    assert "arena/eval/scorecards.py" in files and "arena/eval/leaderboard.py" not in files
+    assert stage.cards[0]["code"] == {"entry": "stages/tournament.py", "code_digest": code_digest(files)}
+
+
+def test_code_digest_is_the_same_wherever_the_checkout_lies(tmp_path):
+    files = closure("stages/tournament.py")
+    for where in ("a", "deeper/b"):
+        for rel in files:
+            (tmp_path / where / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / where / rel).write_bytes((project_root() / rel).read_bytes())
+    assert closure("stages/tournament.py", tmp_path / "a") == files
+    assert code_digest(files, tmp_path / "a") == code_digest(files, tmp_path / "deeper" / "b") == code_digest(files)
+    (tmp_path / "a" / "arena" / "eval" / "scorecards.py").write_text("# changed\n", encoding="utf-8")
+    assert code_digest(files, tmp_path / "a") != code_digest(files)

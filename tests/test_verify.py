@@ -9,11 +9,14 @@ from pathlib import Path
 import pytest
 
 import arena.core.pins
+from arena.core.code import closure, code_digest
 from arena.core.config import load_params, load_section
+from arena.eval.codecheck import compare_code
 from arena.eval.config import EvalConfig, TournamentConfig
 from arena.eval.runner import run_stage
-from arena.eval.tournament import CARD_SUFFIX, card_digest
-from arena.eval.verify import MATCH, MATCH_WITHIN_INTERVAL, MISMATCH, verify_scorecard
+from arena.eval.scorecards import CARD_SUFFIX, card_digest
+from arena.eval.verdict import MATCH, MATCH_WITHIN_INTERVAL, MISMATCH
+from arena.eval.verify import verify_scorecard
 from arena.play.stats import summarize_outcomes
 from arena.train.basemodel import build_base
 from arena.train.config import BaseConfig
@@ -62,10 +65,15 @@ def _card_path(project: Path) -> Path:
     return path
 
 
-def _rewrite_card(path: Path, edit) -> None:
-    """Edit a card's outcomes, then recompute its summary and digest so it is self-consistent again."""
+def _rewrite_card(path: Path, edit=None, *, code=None, drop_code=False) -> None:
+    """Edit a card's outcomes (and code), then recompute its summary and digest so it is self-consistent again."""
     card = json.loads(path.read_text())
-    edit(card["outcomes"])
+    if edit is not None:
+        edit(card["outcomes"])
+    if code is not None:
+        card["code"] = {**card["code"], **code}
+    if drop_code:
+        del card["code"]
     specs = [player["spec"] for player in card["players"]]
     card["summary"] = summarize_outcomes(card["game_id"], card["outcomes"], *specs)
     card["digest"] = card_digest(card)
@@ -78,6 +86,7 @@ def test_untouched_card_matches_byte_for_byte(project):
     assert (result.games, result.identical_games) == (GAMES, GAMES)
     assert result.summary == result.card_summary
     assert result.report().startswith(f"MATCH {_card_path(project)} ({SPEC} vs random on kuhn[rounds=3])")
+    assert result.code_differences == [] and "code" not in result.report()
 
 
 def test_tampered_weight_file_is_named(project):
@@ -168,6 +177,87 @@ def test_hand_edited_card_fails_its_own_check(project):
     result = verify_scorecard(path, repo=project)
     assert result.first_difference.name == "card"
     assert "digest does not match" in result.first_difference.detail
+
+
+# --------------------------------------------------------------------------------------------- producing code
+
+OTHER_CODE = "c0de" * 16
+
+
+def _card_code(project: Path) -> dict:
+    return json.loads(_card_path(project).read_text())["code"]
+
+
+def test_card_records_the_code_that_played_it(project):
+    code = _card_code(project)
+    # Played under pytest, the card records the CLI's closure; the tournament stage records stages/tournament.py's.
+    assert code == {"entry": "arena/cli.py", "code_digest": code_digest(closure("arena/cli.py"))}
+
+
+def test_other_code_with_identical_games_is_a_match_naming_the_code_difference(project):
+    here = _card_code(project)["code_digest"]
+    _rewrite_card(_card_path(project), code={"code_digest": OTHER_CODE})
+    result = verify_scorecard(_card_path(project), repo=project)
+    assert result.verdict == MATCH and result.ok, result.report()
+    assert [(d.name, d.card, d.here) for d in result.code_differences] == [("code.code_digest", OTHER_CODE, here)]
+    assert "arena/cli.py and its import closure" in result.code_differences[0].detail
+    report = result.report()
+    assert f"code differs: code.code_digest: card {OTHER_CODE}, here {here}" in report
+    assert "yet the re-played games reproduce the card" in report
+    assert (result.games, result.identical_games) == (GAMES, GAMES)
+
+
+def test_other_code_is_named_as_the_likely_cause_of_a_mismatch(project):
+    def forge(outcomes):
+        outcomes[3]["transcript_digest"] = "0" * 64
+
+    _rewrite_card(_card_path(project), forge, code={"code_digest": OTHER_CODE})
+    result = verify_scorecard(_card_path(project), repo=project)
+    assert result.verdict == MISMATCH
+    assert result.first_difference.name == "outcomes[3] (seed 9000003).transcript_digest"
+    assert result.code_differences[0].name == "code.code_digest"
+    report = result.report()
+    assert f"code differs: code.code_digest: card {OTHER_CODE}" in report
+    assert "likely cause: the card's producing code differs from the code here (code.code_digest)" in report
+
+
+def test_card_entry_missing_here_is_named_and_an_old_card_without_code_still_matches(project):
+    _rewrite_card(_card_path(project), code={"entry": "stages/gone.py"})
+    result = verify_scorecard(_card_path(project), repo=project)
+    assert result.verdict == MATCH, result.report()
+    assert "code differs: code.entry: card stages/gone.py, here missing" in result.report()
+    _rewrite_card(_card_path(project), drop_code=True)
+    result = verify_scorecard(_card_path(project), repo=project)
+    assert result.verdict == MATCH and result.code_differences == [], result.report()
+    assert "the card records no producing code" in result.report()
+
+
+def _git_project(root: Path) -> list[str]:
+    """A tiny git checkout: stages/s.py imports arena.a; returns the entry's closure."""
+    (root / "arena").mkdir(parents=True)
+    (root / "stages").mkdir()
+    (root / "arena" / "__init__.py").write_text("")
+    (root / "arena" / "a.py").write_text("X = 1\n")
+    (root / "arena" / "b.py").write_text("Y = 2\n")
+    (root / "stages" / "s.py").write_text("from arena import a\nfrom arena.b import Y\n")
+    _run(root, "git", "init", "-q")
+    _run(root, "git", "add", "-A")
+    _run(root, "git", "-c", "user.email=ci@example.invalid", "-c", "user.name=ci", "commit", "-qm", "code")
+    return closure("stages/s.py", root)
+
+
+def test_code_difference_names_the_uncommitted_files_when_head_made_the_card(tmp_path):
+    root = tmp_path / "checkout"
+    files = _git_project(root)
+    assert files == ["arena/__init__.py", "arena/a.py", "arena/b.py", "stages/s.py"]
+    card_code = {"entry": "stages/s.py", "code_digest": code_digest(files, root)}
+    assert compare_code(card_code, root).differences == []
+    (root / "arena" / "b.py").write_text("Y = 3\n")
+    (difference,) = compare_code(card_code, root).differences
+    assert difference.name == "code.code_digest" and difference.here == code_digest(files, root)
+    assert "the uncommitted changes to arena/b.py make the difference" in difference.detail
+    (difference,) = compare_code({**card_code, "code_digest": OTHER_CODE}, root).differences
+    assert "which files differ cannot be told" in difference.detail
 
 
 # --------------------------------------------------------------------------------------------- DVC

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arena.core.hashing import digest_bytes
-from arena.eval.tournament import PlayerLoadError
+from arena.eval.errors import PlayerLoadError
 
 
 def pin_of(spec: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from arena.core.artifacts import atomic_write_json
 from arena.core.blas import blas_info
+from arena.core.code import producing_code
 from arena.core.errors import ArenaError
 from arena.core.hashing import digest_config, digest_dir
 
@@ -80,14 +81,19 @@ def write_meta(
     inputs: Mapping[str, str],
     config: Mapping[str, Any] | None = None,
     pin: Mapping[str, Any] | None = None,
+    code: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Write ``meta.json`` into an artifact directory: its own digest, its inputs' digests, config, pin, versions."""
+    """Write ``meta.json`` into an artifact directory: its own digest, its inputs' digests, config, pin, code, versions.
+
+    ``code`` is the entry script and its import closure's digest (default: ``producing_code()``, this process's).
+    """
     meta = {
         "digest": digest_dir(out_dir),
         "inputs": dict(sorted(inputs.items())),
         "config": dict(config or {}),
         "config_hash": digest_config(dict(config or {})),
         "pin": dict(pin) if pin is not None else None,
+        "code": dict(code) if code is not None else producing_code(),
         "versions": versions(),
     }
     atomic_write_json(Path(out_dir) / "meta.json", meta)

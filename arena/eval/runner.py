@@ -8,7 +8,9 @@ from typing import Any
 
 from arena.core.errors import ArenaError
 from arena.eval.config import EvalConfig, TournamentConfig
-from arena.eval.tournament import PlayerLoadError, run_tournament, write_scorecards
+from arena.eval.errors import PlayerLoadError
+from arena.eval.scorecards import write_scorecards
+from arena.eval.tournament import run_tournament
 from arena.play.match import Slot, play_match
 from arena.players.base import Player
 from arena.players.build import PlayerConfigs, player_configs

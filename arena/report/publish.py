@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from arena.core.artifacts import atomic_write_json
-from arena.eval.tournament import build_leaderboard, load_archive, load_excluded, write_leaderboard
+from arena.eval.leaderboard import build_leaderboard, write_leaderboard
+from arena.eval.scorecards import load_archive, load_excluded
 from arena.report.html import write_report
 
 
