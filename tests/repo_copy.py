@@ -36,6 +36,7 @@ def small_params(**overrides: dict[str, Any]) -> dict[str, Any]:
         "shards": {"game": "kuhn", "variant": {}, "players": ["mlx:artifacts/models/base", "random"], "shards": [0],
                      "games_per_shard": 16, "view": "compact", "temperature": 1.0},
         "eval": {"games": ["kuhn"], "seeds": [9_000_000, 9_000_010]},
+        "frontier": {},
         "baseline": {"players": ["mlx:artifacts/models/base", "random"], "frontier": [], "view": "compact",
                      "temperature": 1.0},
         "selfplay": {"game": "kuhn", "variant": {}, "deals_per_round": 8, "group_size": 2, "view": "compact",

@@ -88,11 +88,11 @@ def code_digest(files: Iterable[str], root: Path | None = None) -> str:
 
 
 def producing_script() -> str:
-    """The entry script this process runs, relative to the project (a stage script), or the package itself."""
+    """The stage script this process runs (``stages/<name>.py``), else the CLI module (library and CLI use)."""
     main = getattr(sys.modules.get("__main__"), "__file__", None)
-    root = project_root()
-    if main and Path(main).resolve().is_relative_to(root) and Path(main).suffix == ".py":
-        return Path(main).resolve().relative_to(root).as_posix()
+    stages = project_root() / "stages"
+    if main and Path(main).suffix == ".py" and Path(main).resolve().parent == stages:
+        return f"stages/{Path(main).name}"
     return f"{PACKAGE}/cli.py"
 
 

@@ -35,10 +35,10 @@ from arena.train.config import (
 # params.yaml sections dvc.yaml lists under some stage's `params:` (DVC itself refuses a missing one).
 REQUIRED_SECTIONS = (
     "base", "seeds", "probe", "shards", "eval", "baseline", "selfplay", "train", "pool", "roundeval", "rounds",
-    "loop", "rest", "curriculum",
+    "loop", "rest", "curriculum", "frontier",
 )
-# Sections a user may add: a frontier player's client settings, and a second tournament's players.
-OPTIONAL_SECTIONS = ("frontier", "tournament")
+# Sections a user may drop: the final tournament's players.
+OPTIONAL_SECTIONS = ("tournament",)
 # Sections whose view/temperature are checked by MLXPlayerConfig, which names them `player.view` and
 # `player.temperature`; its errors are re-keyed to the section they came from.
 _PLAYER_KEY = re.compile(r"^player\.(view|temperature|max_rows) ")
