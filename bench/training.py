@@ -81,7 +81,7 @@ def _mlx_lm_step(model_dir, config, examples: Sequence[tuple[list[int], int]], b
     from mlx_lm.tuner.trainer import iterate_batches
 
     from arena.players.mlx import load_model
-    from arena.train.grpo.step import attach_lora
+    from arena.train.lora import attach_lora
 
     model, _ = load_model(model_dir)
     attach_lora(model, config)
@@ -153,7 +153,8 @@ def _sides(model_dir, data, config, steps: Mapping[str, int]) -> dict[str, Count
     import numpy as np
 
     from arena.players.mlx import MLXPlayer
-    from arena.train.grpo.step import GRPOUpdate, attach_lora
+    from arena.train.grpo.step import GRPOUpdate
+    from arena.train.lora import attach_lora
 
     policy = MLXPlayer(model_dir)
     attach_lora(policy.model, config)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from arena.core.artifacts import atomic_dir
+from arena.core.artifacts import atomic_dir, dump_json
 from arena.core.config import as_dict
 from arena.core.hashing import digest_path
 from arena.core.pins import write_meta
@@ -24,6 +24,7 @@ from arena.players.config import MLXPlayerConfig
 from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig, TrainConfig
 from arena.train.fuse import save_fused
+from arena.train.lora import adapter_config, attach_lora
 
 # ----------------------------------------------------------------------------------------------- training data
 
@@ -107,15 +108,6 @@ def _chosen_logp(model, batch, chosen: np.ndarray, temperature: float):
 
     logp = masked_log_softmax(action_loglik(model, batch), batch.action_offsets, temperature)
     return logp[mx.array(np.asarray(batch.action_offsets[:-1]) + chosen)]
-
-
-def attach_lora(model, config: TrainConfig) -> None:
-    """Freeze the model and put LoRA adapters on its last ``config.lora_layers`` layers (mlx-lm's own helper)."""
-    from mlx_lm.tuner.utils import linear_to_lora_layers
-
-    model.freeze()
-    linear_to_lora_layers(model, config.lora_layers,
-                          {"rank": config.lora_rank, "scale": config.lora_scale, "dropout": 0.0})
 
 
 class GRPOUpdate:
@@ -249,13 +241,10 @@ def _save_round(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log
         if config.method == "lora":
             weights = dict(sorted(tree_flatten(policy.model.trainable_parameters())))
             mx.save_safetensors(str(tmp / "adapters.safetensors"), weights)
-            (tmp / "adapter_config.json").write_text(json.dumps({
-                "fine_tune_type": "lora", "num_layers": config.lora_layers,
-                "lora_parameters": {"rank": config.lora_rank, "scale": config.lora_scale, "dropout": 0.0},
-            }, sort_keys=True, indent=2) + "\n")
+            (tmp / "adapter_config.json").write_text(dump_json(adapter_config(config)))
         else:
             save_fused(policy.model, tmp / "weights.safetensors")
         (tmp / "train_log.jsonl").write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in log))
-        (tmp / "summary.json").write_text(json.dumps(summary, sort_keys=True, indent=2) + "\n")
+        (tmp / "summary.json").write_text(dump_json(summary))
         write_meta(tmp, inputs=inputs, config=as_dict(config))
     return summary

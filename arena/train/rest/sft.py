@@ -27,6 +27,7 @@ from arena.core.pins import write_meta
 from arena.play.records import read_shard
 from arena.train.config import RestConfig
 from arena.train.curriculum import CURRICULUM_FILE
+from arena.train.lora import adapter_config, attach_lora
 from arena.train.rest.winset import (
     DATA_DIR,
     audit,
@@ -60,24 +61,16 @@ class _LossLog:
         """No validation set: nothing to log."""
 
 
-def adapter_config(config: RestConfig) -> dict[str, Any]:
-    """The adapter_config.json fuse@r reads: the LoRA layout only, no paths (so the bytes never depend on where)."""
-    return {"fine_tune_type": "lora", "num_layers": config.lora_layers,
-            "lora_parameters": {"rank": config.lora_rank, "scale": config.lora_scale, "dropout": 0.0}}
-
-
 def _lora_model(init: str | Path, config: RestConfig, seed: int) -> tuple[Any, Any]:
     """The model at ``init`` (and its tokenizer), frozen, with fresh LoRA layers drawn from MLX's RNG at ``seed``."""
     import mlx.core as mx
     import mlx_lm
-    from mlx_lm.tuner.utils import linear_to_lora_layers
 
     model, tokenizer = mlx_lm.load(str(init))
     mx.random.seed(seed)
     require(config.lora_layers <= len(model.layers), "rest.lora_layers", config.lora_layers,
             f"must be <= the model's {len(model.layers)} layers")
-    model.freeze()
-    linear_to_lora_layers(model, config.lora_layers, adapter_config(config)["lora_parameters"])
+    attach_lora(model, config)
     return model, tokenizer
 
 
