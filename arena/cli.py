@@ -127,7 +127,7 @@ def play(game, p0, p1, games, seed, variant, temperature, view, params, concurre
     else:
         from rich.console import Console
 
-        from arena.report.html import render_match
+        from arena.report.table import render_match
 
         Console().print(render_match(summary, players[0].spec, players[1].spec))
 
@@ -177,8 +177,8 @@ def leaderboard(archives, as_json) -> None:
 
     from rich.console import Console
 
-    from arena.report.html import render_table
     from arena.report.publish import leaderboard_from
+    from arena.report.table import render_table
 
     archives = archives or tuple(str(p) for p in (Path("artifacts/scores/baseline"), Path("artifacts/scores/final"))
                                  if p.is_dir())

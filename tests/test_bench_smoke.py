@@ -6,7 +6,6 @@ produced numbers, so the suite cannot rot between the runs that publish its figu
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -14,20 +13,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # not a package: scripts import each other
+
+# isort: split
 import pytest
+from common import latency_row, paired_speedup, throughput_row
+from rollouts import parse_action
+from run import FIGURES
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "bench" / "run.py"
-
-
-def _bench_module():
-    if "bench_run" in sys.modules:
-        return sys.modules["bench_run"]
-    spec = importlib.util.spec_from_file_location("bench_run", RUN)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_run", module)  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 def _number(value) -> bool:
@@ -49,9 +44,8 @@ def quick_results(tmp_path_factory) -> dict:
 
 
 def test_every_figure_reports_numbers(quick_results):
-    bench = _bench_module()
     rows = quick_results["rows"]
-    assert {row["figure"] for row in rows} == set(bench.FIGURES)
+    assert {row["figure"] for row in rows} == set(FIGURES)
     for row in rows:
         assert not row["note"].startswith("error:"), row
         assert _number(row["peak_rss_mib"]) and row["peak_rss_mib"] > 0, row
@@ -73,30 +67,27 @@ def test_machine_is_described(quick_results):
 
 
 def test_parse_action_takes_the_first_legal_action_named():
-    bench = _bench_module()
     legal = ("[check]", "[bet]")
-    assert bench.parse_action("I will [BET] now, not [check]", legal) == "[bet]"
-    assert bench.parse_action("[check][bet]", legal) == "[check]"
-    assert bench.parse_action("[call]", legal) is None
-    assert bench.parse_action("", legal) is None
+    assert parse_action("I will [BET] now, not [check]", legal) == "[bet]"
+    assert parse_action("[check][bet]", legal) == "[check]"
+    assert parse_action("[call]", legal) is None
+    assert parse_action("", legal) is None
 
 
 def test_ratio_direction_and_verdicts():
-    bench = _bench_module()
-    faster = bench.throughput_row("f", "n", "x/s", 90.0, 100.0, ("a", "b"), 0.8)
+    faster = throughput_row("f", "n", "x/s", 90.0, 100.0, ("a", "b"), 0.8)
     assert math.isclose(faster.ratio, 0.9) and faster.passed is True and faster.target == ">= 0.8x"
-    assert bench.throughput_row("f", "n", "x/s", 70.0, 100.0, ("a", "b"), 0.8).passed is False
-    assert bench.throughput_row("f", "n", "x/s", 70.0, 100.0, ("a", "b"), None).passed is None
-    quick = bench.latency_row("f", "n", "ms", 2.0, 300.0, ("a", "b"), 10.0)
+    assert throughput_row("f", "n", "x/s", 70.0, 100.0, ("a", "b"), 0.8).passed is False
+    assert throughput_row("f", "n", "x/s", 70.0, 100.0, ("a", "b"), None).passed is None
+    quick = latency_row("f", "n", "ms", 2.0, 300.0, ("a", "b"), 10.0)
     assert math.isclose(quick.ratio, 150.0) and quick.passed is True and quick.target == "<= 10 ms"
-    assert bench.latency_row("f", "n", "s", 3.0, 0.5, ("a", "b"), 2.0).passed is False
-    skipped = bench.latency_row("f", "n", "s", None, 0.5, ("a", "b"), 2.0)
+    assert latency_row("f", "n", "s", 3.0, 0.5, ("a", "b"), 2.0).passed is False
+    skipped = latency_row("f", "n", "s", None, 0.5, ("a", "b"), 2.0)
     assert skipped.ratio is None and skipped.passed is None
 
 
 def test_paired_speedup_compares_adjacent_samples_only():
-    bench = _bench_module()
     # The machine slows down 10x between pairs; each pair still says ours is twice as fast.
-    assert bench.paired_speedup([1.0, 10.0, 1.0], [2.0, 20.0, 2.0]) == 2.0
+    assert paired_speedup([1.0, 10.0, 1.0], [2.0, 20.0, 2.0]) == 2.0
     # 512 games in 1 s against 64 games in 2 s: 512 / (64 / 2) = 16x.
-    assert bench.paired_speedup([1.0], [2.0], ours_work=512, reference_work=64) == 16.0
+    assert paired_speedup([1.0], [2.0], ours_work=512, reference_work=64) == 16.0

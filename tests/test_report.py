@@ -1,4 +1,4 @@
-"""Tests for arena.report.html: the rich table, deterministic PNG plots, self-contained HTML in headless Chromium."""
+"""Tests for arena.report: the rich table, deterministic PNG plots, self-contained HTML in headless Chromium."""
 
 import os
 import shutil
@@ -16,17 +16,9 @@ from arena.core.hashing import digest_bytes
 from arena.eval.config import EvalConfig
 from arena.eval.leaderboard import build_leaderboard
 from arena.eval.tournament import run_tournament
-from arena.report.html import (
-    PNG_SIGNATURE,
-    ReportError,
-    build_html,
-    plot_head_to_head,
-    plot_rounds,
-    render_table,
-    round_rows,
-    validate_rounds,
-    write_report,
-)
+from arena.report.html import build_html, write_report
+from arena.report.plots import PNG_SIGNATURE, ReportError, plot_head_to_head, plot_rounds, round_rows, validate_rounds
+from arena.report.table import render_table
 
 STRENGTH = {"oracle": 3.0, "first": 2.0, "random": 1.0, "mlx:artifacts/snapshots/r2": 2.5}
 CHROMIUM_FLAGS = [
@@ -90,7 +82,7 @@ def test_plots_are_byte_identical_across_renders_and_processes(leaderboard, tmp_
     # A fresh interpreter (fresh font cache, fresh matplotlib state) renders the same bytes.
     (tmp_path / "lb.json").write_text(dump_json(leaderboard))
     script = (
-        "import json, sys; from arena.report.html import plot_head_to_head; "
+        "import json, sys; from arena.report.plots import plot_head_to_head; "
         "from arena.core.hashing import digest_bytes; "
         "print(digest_bytes(plot_head_to_head(json.load(open(sys.argv[1])))))"
     )

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-import arena.train.rest.round as rest
+import arena.train.rest.sample as rest_sample
 from arena.core.config import ConfigError, from_mapping
 from arena.core.errors import ArenaError
 from arena.core.hashing import digest_dir, digest_file
@@ -21,18 +21,15 @@ from arena.train.basemodel import build_base
 from arena.train.config import BaseConfig, CurriculumConfig, RestConfig, check_loop
 from arena.train.curriculum import CURRICULUM_FILE
 from arena.train.fuse import NO_UPDATE, copy_snapshot, fuse_round
-from arena.train.rest.round import (
+from arena.train.rest.sample import rest_schedule, sample_round
+from arena.train.rest.sft import empty_win_set, round_metrics, train_rest_round
+from arena.train.rest.winset import (
     audit,
     check_game,
     dataset_rows,
-    empty_win_set,
     load_win_set,
     replay_buffer,
-    rest_schedule,
-    round_metrics,
-    sample_round,
     select_wins,
-    train_rest_round,
     write_win_set,
 )
 
@@ -83,10 +80,10 @@ def test_loop_defaults_to_grpo_and_names_bad_values():
 
 def test_rest_seed_blocks_stay_below_the_probe_block():
     seeds = SeedsConfig()
-    assert rest.rest_seeds(seeds, REST, 1) == range(600_000, 600_008)
-    assert rest.rest_seeds(seeds, REST, 2) == range(600_008, 600_016)
+    assert rest_sample.rest_seeds(seeds, REST, 1) == range(600_000, 600_008)
+    assert rest_sample.rest_seeds(seeds, REST, 2) == range(600_008, 600_016)
     with pytest.raises(ConfigError, match=r"rest\.seeds_per_round = 200000 is invalid: round 2's seeds"):
-        rest.rest_seeds(seeds, RestConfig(seeds_per_round=200_000), 2)
+        rest_sample.rest_seeds(seeds, RestConfig(seeds_per_round=200_000), 2)
 
 
 def test_schedule_samples_each_seed_k_times_from_alternating_seats():
@@ -303,16 +300,16 @@ def test_no_win_at_any_tier_keeps_the_previous_weights_explicitly(tiny, tmp_path
 
 
 def test_zero_wins_lower_the_difficulty_within_the_round(tiny, tmp_path, monkeypatch, capsys):
-    real = rest.plan_round
+    real = rest_sample.plan_round
 
     def hardest_first(learner, game, seeds, config, progress=False):
         chosen, record = real(learner, game, seeds, config, progress)
-        tasks = rest.ladder(config, game)
+        tasks = rest_sample.ladder(config, game)
         record["tasks"][0]["win_rate"], record["tasks"][1]["win_rate"] = 0.5, 0.0
         record["chosen"] = [1]
         return [tasks[1]], record
 
-    monkeypatch.setattr(rest, "plan_round", hardest_first)
+    monkeypatch.setattr(rest_sample, "plan_round", hardest_first)
     ladder = CurriculumConfig(epsilons=(1.0, 0.0), probe_games=4, max_tasks=1)
     plan = sample_round(tiny / "snap0", "tictactoe", REST, ladder, SeedsConfig(), 1, tmp_path / "roll", progress=False)
     assert [a["tiers"] for a in plan["attempts"]] == [[1], [0]]

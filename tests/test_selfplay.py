@@ -13,7 +13,8 @@ from arena.eval.roundeval import evaluate_round
 from arena.train.basemodel import build_base
 from arena.train.config import BaseConfig, PoolConfig, SelfPlayConfig, TrainConfig
 from arena.train.fuse import copy_snapshot, fuse_round
-from arena.train.grpo.round import learner_decisions, play_round, selfplay_schedule, train_round
+from arena.train.grpo.rollouts import play_round, selfplay_schedule
+from arena.train.grpo.step import learner_decisions, train_round
 from arena.train.pool import build_pool, load_pool, sample_opponents
 
 TINY = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64,

@@ -28,51 +28,78 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
+def _check_union(path: str, value: Any, options: tuple[Any, ...]) -> Any:
+    """``value`` as the first option that takes it (None where allowed); else the first option's error."""
+    if value is None and type(None) in options:
+        return None
+    errors = []
+    for option in options:
+        if option is type(None):
+            continue
+        try:
+            return _check_type(path, value, option)
+        except ConfigError as error:
+            errors.append(str(error))
+    raise ConfigError(errors[0])
+
+
+def _check_sequence(path: str, value: Any, tp: Any) -> tuple[Any, ...]:
+    """A list (or tuple) of ``tp``'s item type, as a tuple; the error names the bad item's index."""
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{path} = {value!r} must be a list, got {type(value).__name__}")
+    (item_type, *_rest) = typing.get_args(tp) or (Any,)
+    return tuple(_check_type(f"{path}[{i}]", item, item_type) for i, item in enumerate(value))
+
+
+def _check_mapping(path: str, value: Any) -> dict[Any, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{path} = {value!r} must be a mapping, got {type(value).__name__}")
+    return dict(value)
+
+
+def _check_bool(path: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path} = {value!r} must be true or false, got {type(value).__name__}")
+    return value
+
+
+def _check_int(path: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{path} = {value!r} must be an integer, got {type(value).__name__}")
+    return value
+
+
+def _check_float(path: str, value: Any) -> float:
+    if isinstance(value, str):
+        raise ConfigError(f"{path} = {value!r} must be a float, got a string; write a number such as 5e-05")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{path} = {value!r} must be a float, got {type(value).__name__}")
+    return float(value)
+
+
+def _check_str(path: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{path} = {value!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+# Looked up by the exact type: a subclass (an IntEnum, say) falls through to the isinstance check below.
+_SCALARS = {bool: _check_bool, int: _check_int, float: _check_float, str: _check_str}
+
+
 def _check_type(path: str, value: Any, tp: Any) -> Any:
     """Return ``value`` converted to ``tp`` where lossless, else raise a ConfigError naming the key."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(tp)
-        if value is None and type(None) in options:
-            return None
-        errors = []
-        for option in options:
-            if option is type(None):
-                continue
-            try:
-                return _check_type(path, value, option)
-            except ConfigError as error:
-                errors.append(str(error))
-        raise ConfigError(errors[0])
+        return _check_union(path, value, typing.get_args(tp))
     if origin in (tuple, list):
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{path} = {value!r} must be a list, got {type(value).__name__}")
-        (item_type, *_rest) = typing.get_args(tp) or (Any,)
-        return tuple(_check_type(f"{path}[{i}]", item, item_type) for i, item in enumerate(value))
+        return _check_sequence(path, value, tp)
     if origin in (dict, collections.abc.Mapping) or tp is dict:
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"{path} = {value!r} must be a mapping, got {type(value).__name__}")
-        return dict(value)
+        return _check_mapping(path, value)
     if tp is Any:
         return value
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{path} = {value!r} must be true or false, got {type(value).__name__}")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{path} = {value!r} must be an integer, got {type(value).__name__}")
-        return value
-    if tp is float:
-        if isinstance(value, str):
-            raise ConfigError(f"{path} = {value!r} must be a float, got a string; write a number such as 5e-05")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{path} = {value!r} must be a float, got {type(value).__name__}")
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{path} = {value!r} must be a string, got {type(value).__name__}")
-        return value
+    if isinstance(tp, type) and tp in _SCALARS:
+        return _SCALARS[tp](path, value)
     if isinstance(tp, type) and not isinstance(value, tp):
         raise ConfigError(f"{path} = {value!r} must be {_type_name(tp)}, got {type(value).__name__}")
     return value

@@ -18,9 +18,11 @@ from arena.eval.config import EvalConfig, RoundEvalConfig
 from arena.eval.roundeval import evaluate_round
 from arena.train.config import CurriculumConfig, PoolConfig, RestConfig, SelfPlayConfig, TrainConfig, check_loop
 from arena.train.fuse import copy_snapshot, fuse_round
-from arena.train.grpo.round import play_round, train_round
+from arena.train.grpo.rollouts import play_round
+from arena.train.grpo.step import train_round
 from arena.train.pool import build_pool
-from arena.train.rest.round import empty_win_set, round_metrics, sample_round, train_rest_round
+from arena.train.rest.sample import sample_round
+from arena.train.rest.sft import empty_win_set, round_metrics, train_rest_round
 
 
 @dataclass(frozen=True)

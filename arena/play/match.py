@@ -60,7 +60,7 @@ class _Running:
     error: str | None = None
 
 
-def _record(run: _Running, game_id: str, variant: Mapping[str, Any], pins: list[dict[str, Any]]) -> dict[str, Any]:
+def _record(run: _Running, game_id: str, pins: list[dict[str, Any]]) -> dict[str, Any]:
     record: dict[str, Any] = {
         "game_id": game_id,
         "variant": dict(run.game.variant),
@@ -110,6 +110,43 @@ def _apply(run: _Running, observation: Observation, decision: Decision) -> None:
         run.error = f"stopped after {MAX_ACTIONS} actions without an end"
 
 
+def _start_games(pending: list[tuple[int, Slot]], running: list[_Running], players: tuple[Player, Player],
+                 game_id: str, variant: Mapping[str, Any] | None, concurrency: int) -> None:
+    """Move scheduled games from ``pending`` (last = next) to ``running`` until ``concurrency`` are running."""
+    while pending and len(running) < concurrency:
+        index, slot = pending.pop()
+        seats = (players[0], players[1]) if slot.first_seat == 0 else (players[1], players[0])
+        running.append(_Running(index, slot, make_game(game_id, slot.seed, variant), seats, []))
+
+
+def _ask(player: Player, running: Sequence[_Running]) -> None:
+    """One ``act_batch`` call to ``player`` about every running game it is to move in; apply its decisions."""
+    waiting = [r for r in running if r.error is None and not r.game.done and r.seats[r.game.current_player] is player]
+    if not waiting:
+        return
+    observations = [r.game.observation() for r in waiting]
+    observations = [_with_key(o, r.slot, len(r.game.actions)) for o, r in zip(observations, waiting, strict=True)]
+    try:
+        decisions = player.act_batch(observations)
+    except Exception as error:  # noqa: BLE001 -- a failing player is recorded, not fatal
+        decisions = [Decision("", error=f"{type(error).__name__}: {error}")] * len(waiting)
+    for run, observation, decision in zip(waiting, observations, decisions, strict=True):
+        _apply(run, observation, decision)
+
+
+def _finish(running: list[_Running], records: dict[int, dict[str, Any]], game_id: str,
+            pins: list[dict[str, Any]], bar: tqdm) -> list[_Running]:
+    """Record every game that ended or errored (by schedule index); return the games still running."""
+    still = []
+    for run in running:
+        if run.error is not None or run.game.done:
+            records[run.index] = _record(run, game_id, [pins[s] for s in _seat_pins(run.slot)])
+            bar.update(1)
+        else:
+            still.append(run)
+    return still
+
+
 def play_match(
     game_id: str,
     players: tuple[Player, Player],
@@ -134,34 +171,11 @@ def play_match(
     bar = tqdm(total=len(schedule), desc=f"{game_id}: {players[0].spec} vs {players[1].spec}", unit="game",
                file=sys.stderr, disable=None if progress else True, leave=False)
     while pending or running:
-        while pending and len(running) < concurrency:
-            index, slot = pending.pop()
-            seats = (players[0], players[1]) if slot.first_seat == 0 else (players[1], players[0])
-            running.append(_Running(index, slot, make_game(game_id, slot.seed, variant), seats, []))
+        _start_games(pending, running, players, game_id, variant, concurrency)
         # Self-play passes the same object twice: ask it once per step, about every game it is to move in.
         for player in dict.fromkeys(players):
-            waiting = [r for r in running
-                       if r.error is None and not r.game.done and r.seats[r.game.current_player] is player]
-            if not waiting:
-                continue
-            observations = [r.game.observation() for r in waiting]
-            observations = [
-                _with_key(o, r.slot, len(r.game.actions)) for o, r in zip(observations, waiting, strict=True)
-            ]
-            try:
-                decisions = player.act_batch(observations)
-            except Exception as error:  # noqa: BLE001 -- a failing player is recorded, not fatal
-                decisions = [Decision("", error=f"{type(error).__name__}: {error}")] * len(waiting)
-            for run, observation, decision in zip(waiting, observations, decisions, strict=True):
-                _apply(run, observation, decision)
-        still = []
-        for run in running:
-            if run.error is not None or run.game.done:
-                records[run.index] = _record(run, game_id, variant or {}, [pins[s] for s in _seat_pins(run.slot)])
-                bar.update(1)
-            else:
-                still.append(run)
-        running = still
+            _ask(player, running)
+        running = _finish(running, records, game_id, pins, bar)
     bar.close()
     return [records[i] for i in range(len(schedule))]
 

@@ -201,12 +201,7 @@ def grpo_loss(
     ``clip_fraction`` (share of decisions whose gradient the clip removed), ``mean_ratio``.
     """
     check_loss_hyperparameters(clip_eps, beta, clip_eps_high)
-    shapes = {arr.shape for arr in (logp_new, logp_old, logp_ref, advantages, mask)}
-    if len(shapes) != 1 or logp_new.ndim != 1:
-        raise ValueError(
-            "grpo_loss inputs must all be 1-D with one entry per decision; got shapes "
-            f"new={logp_new.shape} old={logp_old.shape} ref={logp_ref.shape} adv={advantages.shape} mask={mask.shape}"
-        )
+    _check_decision_shapes(logp_new, logp_old, logp_ref, advantages, mask)
     high = clip_eps if clip_eps_high is None else clip_eps_high
     weights = mask.astype(logp_new.dtype)
     count = mx.maximum(weights.sum(), 1.0)
@@ -216,15 +211,35 @@ def grpo_loss(
     ratio = mx.exp(logp_new - old)
     clipped_ratio = mx.clip(ratio, 1.0 - clip_eps, 1.0 + high)
     surrogate = mx.minimum(ratio * adv, clipped_ratio * adv)
-    log_ref_over_new = ref - logp_new
-    kl = mx.exp(log_ref_over_new) - log_ref_over_new - 1.0
+    kl = _k3(ref, logp_new)
     per_decision = -(surrogate - beta * kl)
     loss = (per_decision * weights).sum() / count
+    return loss, _loss_metrics(ratio, adv, kl, weights, count, clip_eps, high)
+
+
+def _check_decision_shapes(*arrays: mx.array) -> None:
+    """grpo_loss's inputs (new, old, ref, advantages, mask) must all be 1-D, one entry per decision."""
+    if len({arr.shape for arr in arrays}) != 1 or arrays[0].ndim != 1:
+        new, old, ref, adv, mask = (arr.shape for arr in arrays)
+        raise ValueError(
+            "grpo_loss inputs must all be 1-D with one entry per decision; got shapes "
+            f"new={new} old={old} ref={ref} adv={adv} mask={mask}"
+        )
+
+
+def _k3(logp_ref: mx.array, logp_new: mx.array) -> mx.array:
+    """The k3 estimator of KL(new || ref) per decision: ``exp(ref - new) - (ref - new) - 1``."""
+    log_ref_over_new = logp_ref - logp_new
+    return mx.exp(log_ref_over_new) - log_ref_over_new - 1.0
+
+
+def _loss_metrics(ratio: mx.array, adv: mx.array, kl: mx.array, weights: mx.array, count: mx.array,
+                  clip_eps: float, high: float) -> dict[str, mx.array]:
+    """grpo_loss's metrics over the masked decisions (no gradient): mean k3, clip fraction, mean ratio."""
     # The clip removes the gradient exactly where the clipped term is the (strictly) smaller one.
     clipped = ((ratio > 1.0 + high) & (adv > 0)) | ((ratio < 1.0 - clip_eps) & (adv < 0))
-    metrics = {
+    return {
         "kl": mx.stop_gradient((kl * weights).sum() / count),
         "clip_fraction": mx.stop_gradient((clipped.astype(weights.dtype) * weights).sum() / count),
         "mean_ratio": mx.stop_gradient((ratio * weights).sum() / count),
     }
-    return loss, metrics

@@ -1,4 +1,4 @@
-"""Self-play GRPO on a language model: round configs, rollouts against the pool, and one training round."""
+"""train@rN of a GRPO round: the learner's decisions with group advantages, the GRPO step, and the training round."""
 
 from __future__ import annotations
 
@@ -14,63 +14,17 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from arena.core.artifacts import atomic_dir
+from arena.core.artifacts import atomic_dir, dump_json
 from arena.core.config import as_dict
 from arena.core.hashing import digest_path
 from arena.core.pins import write_meta
-from arena.core.seeds import SeedsConfig, grpo_seeds
 from arena.games.base import Observation
-from arena.play.match import Slot, play_match
-from arena.play.records import SHARD_FILE, read_shard, write_shard
-from arena.players.base import Player
-from arena.players.build import make_player
+from arena.play.records import read_shard
 from arena.players.config import MLXPlayerConfig
 from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig, TrainConfig
 from arena.train.fuse import save_fused
-from arena.train.pool import load_pool, sample_opponents
-
-# ----------------------------------------------------------------------------------------------- rollouts
-
-
-def round_seeds(seeds: SeedsConfig, config: SelfPlayConfig, round_number: int) -> range:
-    """Round r's deal seeds (the seed plan's GRPO block)."""
-    return grpo_seeds(seeds, config.deals_per_round, round_number)
-
-
-def selfplay_schedule(deals: range, group_size: int) -> list[Slot]:
-    """Every deal ``group_size`` times: seats alternate, and each repeat has its own sampling salt."""
-    return [Slot(seed, k % 2, salt=k // 2) for seed in deals for k in range(group_size)]
-
-
-def play_round(snapshot: str | Path, pool_file: str | Path, config: SelfPlayConfig, seeds: SeedsConfig,
-               round_number: int, out_dir: str | Path, progress: bool = True) -> int:
-    """Rollouts@r: the snapshot plays each deal against an opponent drawn from the pool; write the shard."""
-    mlx_config = MLXPlayerConfig(view=config.view, temperature=config.temperature)
-    learner = MLXPlayer(snapshot, mlx_config)
-    pool = load_pool(pool_file)
-    deals = round_seeds(seeds, config, round_number)
-    opponents = sample_opponents(pool, len(deals), seed=round_number)
-    cache: dict[str, Player] = {}
-    records: dict[tuple[int, int, int], dict[str, Any]] = {}
-    for spec in sorted(set(opponents)):
-        if spec == learner.spec:
-            opponent = learner
-        else:
-            opponent = cache.setdefault(spec, make_player(spec, mlx_config=mlx_config))
-        mine = [d for d, s in zip(deals, opponents, strict=True) if s == spec]
-        schedule = selfplay_schedule(mine, config.group_size)
-        for slot, record in zip(schedule, play_match(config.game, (learner, opponent), schedule,
-                                                     variant=config.variant, progress=progress), strict=True):
-            records[(slot.seed, slot.salt, slot.first_seat)] = record
-    ordered = [records[key] for key in sorted(records)]
-    with atomic_dir(out_dir) as tmp:
-        count = write_shard(tmp / SHARD_FILE, ordered)
-        write_meta(tmp, inputs={"snapshot": digest_path(snapshot), "pool": digest_path(pool_file)},
-                   config={**as_dict(config), "round": round_number, "seeds": [deals.start, deals.stop],
-                           "learner": learner.spec})
-    return count
-
+from arena.train.lora import adapter_config, attach_lora
 
 # ----------------------------------------------------------------------------------------------- training data
 
@@ -87,10 +41,9 @@ class Decisions:
     rewards: np.ndarray         # the learner's reward in the decision's game
 
 
-def learner_decisions(records: Sequence[Mapping[str, Any]], learner_spec: str, config: TrainConfig) -> Decisions:
-    """The learner's decisions with group advantages (a group = every game played from one deal)."""
-    from arena.train.grpo.loss import group_advantages
-
+def _scored_games(records: Sequence[Mapping[str, Any]], learner_spec: str,
+                  config: TrainConfig) -> list[tuple[Mapping[str, Any], int, float]]:
+    """Each finished game with the learner's seat (the first seat) and its reward less the invalid-move penalty."""
     games = []
     for record in records:
         if record["errored"]:
@@ -103,6 +56,14 @@ def learner_decisions(records: Sequence[Mapping[str, Any]], learner_spec: str, c
         games.append((record, seat, reward))
     if not games:
         raise ValueError("no finished games to learn from: every rollout game errored")
+    return games
+
+
+def learner_decisions(records: Sequence[Mapping[str, Any]], learner_spec: str, config: TrainConfig) -> Decisions:
+    """The learner's decisions with group advantages (a group = every game played from one deal)."""
+    from arena.train.grpo.loss import group_advantages
+
+    games = _scored_games(records, learner_spec, config)
     grouped = group_advantages([g[2] for g in games], [g[0]["seed"] for g in games],
                                normalise_std=config.normalise_std)
     observations, chosen, logp_old, advantages, zero, rewards = [], [], [], [], [], []
@@ -149,19 +110,10 @@ def _chosen_logp(model, batch, chosen: np.ndarray, temperature: float):
     return logp[mx.array(np.asarray(batch.action_offsets[:-1]) + chosen)]
 
 
-def attach_lora(model, config: TrainConfig) -> None:
-    """Freeze the model and put LoRA adapters on its last ``config.lora_layers`` layers (mlx-lm's own helper)."""
-    from mlx_lm.tuner.utils import linear_to_lora_layers
-
-    model.freeze()
-    linear_to_lora_layers(model, config.lora_layers,
-                          {"rank": config.lora_rank, "scale": config.lora_scale, "dropout": 0.0})
-
-
 class GRPOUpdate:
     """One GRPO optimisation step of a player's model on some of its decisions (Adam with bias correction).
 
-    ``train_round`` runs these; ``bench/run.py`` times the same object against mlx-lm's own trainer.
+    ``train_round`` runs these; ``bench/training.py`` times the same object against mlx-lm's own trainer.
     """
 
     def __init__(self, policy: MLXPlayer, config: TrainConfig, temperature: float) -> None:
@@ -198,27 +150,32 @@ class GRPOUpdate:
                 "lr": float(self.optimizer.learning_rate.item()), "tokens": int(batch.tokens.size)}
 
 
-def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, round_number: int,
-                selfplay: SelfPlayConfig, config: TrainConfig, out_dir: str | Path,
-                progress: bool = True) -> dict[str, Any]:
-    """Train@r: GRPO steps on the round's rollouts; write the trained weights (or LoRA adapter) and a log."""
-    import mlx.core as mx
-
-    mx.random.seed(config.seed + round_number)
-    player_config = MLXPlayerConfig(view=selfplay.view, temperature=selfplay.temperature)
-    policy = MLXPlayer(snapshot, player_config)
-    ref = MLXPlayer(reference, player_config)
-    records = read_shard(shard)
-    data = learner_decisions(records, policy.spec, config)
-    keep = np.flatnonzero(~data.zero_group) if config.drop_zero_groups else np.arange(len(data.chosen))
+def _reference_logp(ref: MLXPlayer, data: Decisions, keep: np.ndarray, temperature: float) -> np.ndarray:
+    """The reference's log-probability of each kept decision's choice (0 for the others), 1024 decisions a batch."""
     logp_ref = np.zeros(len(data.chosen))
     for part in np.array_split(keep, max(1, math.ceil(len(keep) / 1024))):
         if len(part):
             batch = _scoring_batch(ref, [data.observations[i] for i in part])
-            logp_ref[part] = np.array(_chosen_logp(ref.model, batch, data.chosen[part], selfplay.temperature))
-    if config.method == "lora":
-        attach_lora(policy.model, config)
-    update = GRPOUpdate(policy, config, selfplay.temperature)
+            logp_ref[part] = np.array(_chosen_logp(ref.model, batch, data.chosen[part], temperature))
+    return logp_ref
+
+
+def _log_row(step: int, result: Mapping[str, Any], data: Decisions, picked: np.ndarray,
+             elapsed: float) -> dict[str, Any]:
+    """One train_log.jsonl row (its tokens_per_sec is moved to logs/ before the log is written)."""
+    return {
+        "step": step, "loss": round(result["loss"], 6), "kl": round(result["kl"], 6),
+        "clip_fraction": round(result["clip_fraction"], 6),
+        "mean_reward": round(float(data.rewards[picked].mean()), 6),
+        "zero_adv_fraction": round(float(data.zero_group.mean()), 6),
+        "lr": round(result["lr"], 9),
+        "tokens_per_sec": round(result["tokens"] / elapsed, 1),
+    }
+
+
+def _run_steps(update: GRPOUpdate, data: Decisions, keep: np.ndarray, logp_ref: np.ndarray, config: TrainConfig,
+               round_number: int, progress: bool) -> list[dict[str, Any]]:
+    """``config.steps`` GRPO steps, each on a random batch of the kept decisions; one log row per step."""
     rng = np.random.default_rng([config.seed, round_number])
     log = []
     bar = tqdm(range(config.steps), desc=f"train r{round_number}", unit="step", file=sys.stderr,
@@ -232,15 +189,27 @@ def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, 
         result = update([data.observations[i] for i in picked], data.chosen[picked], data.logp_old[picked],
                         logp_ref[picked], data.advantages[picked],
                         _learning_rate(config, (round_number - 1) * config.steps + step))
-        elapsed = time.perf_counter() - start
-        log.append({
-            "step": step, "loss": round(result["loss"], 6), "kl": round(result["kl"], 6),
-            "clip_fraction": round(result["clip_fraction"], 6),
-            "mean_reward": round(float(data.rewards[picked].mean()), 6),
-            "zero_adv_fraction": round(float(data.zero_group.mean()), 6),
-            "lr": round(result["lr"], 9),
-            "tokens_per_sec": round(result["tokens"] / elapsed, 1),
-        })
+        log.append(_log_row(step, result, data, picked, time.perf_counter() - start))
+    return log
+
+
+def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, round_number: int,
+                selfplay: SelfPlayConfig, config: TrainConfig, out_dir: str | Path,
+                progress: bool = True) -> dict[str, Any]:
+    """Train@r: GRPO steps on the round's rollouts; write the trained weights (or LoRA adapter) and a log."""
+    import mlx.core as mx
+
+    mx.random.seed(config.seed + round_number)
+    player_config = MLXPlayerConfig(view=selfplay.view, temperature=selfplay.temperature)
+    policy = MLXPlayer(snapshot, player_config)
+    ref = MLXPlayer(reference, player_config)
+    data = learner_decisions(read_shard(shard), policy.spec, config)
+    keep = np.flatnonzero(~data.zero_group) if config.drop_zero_groups else np.arange(len(data.chosen))
+    logp_ref = _reference_logp(ref, data, keep, selfplay.temperature)
+    if config.method == "lora":
+        attach_lora(policy.model, config)
+    update = GRPOUpdate(policy, config, selfplay.temperature)
+    log = _run_steps(update, data, keep, logp_ref, config, round_number, progress)
     timing = [{"step": row["step"], "tokens_per_sec": row.pop("tokens_per_sec")} for row in log if "loss" in row]
     _write_timing(round_number, timing)
     return _save_round(policy, config, out_dir, log, {
@@ -272,13 +241,10 @@ def _save_round(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log
         if config.method == "lora":
             weights = dict(sorted(tree_flatten(policy.model.trainable_parameters())))
             mx.save_safetensors(str(tmp / "adapters.safetensors"), weights)
-            (tmp / "adapter_config.json").write_text(json.dumps({
-                "fine_tune_type": "lora", "num_layers": config.lora_layers,
-                "lora_parameters": {"rank": config.lora_rank, "scale": config.lora_scale, "dropout": 0.0},
-            }, sort_keys=True, indent=2) + "\n")
+            (tmp / "adapter_config.json").write_text(dump_json(adapter_config(config)))
         else:
             save_fused(policy.model, tmp / "weights.safetensors")
         (tmp / "train_log.jsonl").write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in log))
-        (tmp / "summary.json").write_text(json.dumps(summary, sort_keys=True, indent=2) + "\n")
+        (tmp / "summary.json").write_text(dump_json(summary))
         write_meta(tmp, inputs=inputs, config=as_dict(config))
     return summary

@@ -1,0 +1,59 @@
+"""rollouts@rN of a GRPO round: the snapshot plays every deal, ``group_size`` times, against pool opponents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from arena.core.artifacts import atomic_dir
+from arena.core.config import as_dict
+from arena.core.hashing import digest_path
+from arena.core.pins import write_meta
+from arena.core.seeds import SeedsConfig, grpo_seeds
+from arena.play.match import Slot, play_match
+from arena.play.records import SHARD_FILE, write_shard
+from arena.players.base import Player
+from arena.players.build import make_player
+from arena.players.config import MLXPlayerConfig
+from arena.players.mlx import MLXPlayer
+from arena.train.config import SelfPlayConfig
+from arena.train.pool import load_pool, sample_opponents
+
+
+def round_seeds(seeds: SeedsConfig, config: SelfPlayConfig, round_number: int) -> range:
+    """Round r's deal seeds (the seed plan's GRPO block)."""
+    return grpo_seeds(seeds, config.deals_per_round, round_number)
+
+
+def selfplay_schedule(deals: range, group_size: int) -> list[Slot]:
+    """Every deal ``group_size`` times: seats alternate, and each repeat has its own sampling salt."""
+    return [Slot(seed, k % 2, salt=k // 2) for seed in deals for k in range(group_size)]
+
+
+def play_round(snapshot: str | Path, pool_file: str | Path, config: SelfPlayConfig, seeds: SeedsConfig,
+               round_number: int, out_dir: str | Path, progress: bool = True) -> int:
+    """Rollouts@r: the snapshot plays each deal against an opponent drawn from the pool; write the shard."""
+    mlx_config = MLXPlayerConfig(view=config.view, temperature=config.temperature)
+    learner = MLXPlayer(snapshot, mlx_config)
+    pool = load_pool(pool_file)
+    deals = round_seeds(seeds, config, round_number)
+    opponents = sample_opponents(pool, len(deals), seed=round_number)
+    cache: dict[str, Player] = {}
+    records: dict[tuple[int, int, int], dict[str, Any]] = {}
+    for spec in sorted(set(opponents)):
+        if spec == learner.spec:
+            opponent = learner
+        else:
+            opponent = cache.setdefault(spec, make_player(spec, mlx_config=mlx_config))
+        mine = [d for d, s in zip(deals, opponents, strict=True) if s == spec]
+        schedule = selfplay_schedule(mine, config.group_size)
+        for slot, record in zip(schedule, play_match(config.game, (learner, opponent), schedule,
+                                                     variant=config.variant, progress=progress), strict=True):
+            records[(slot.seed, slot.salt, slot.first_seat)] = record
+    ordered = [records[key] for key in sorted(records)]
+    with atomic_dir(out_dir) as tmp:
+        count = write_shard(tmp / SHARD_FILE, ordered)
+        write_meta(tmp, inputs={"snapshot": digest_path(snapshot), "pool": digest_path(pool_file)},
+                   config={**as_dict(config), "round": round_number, "seeds": [deals.start, deals.stop],
+                           "learner": learner.spec})
+    return count
