@@ -209,16 +209,53 @@ def kuhn_policy(model_dir, temperature, view, as_json) -> None:
         click.echo(f"exploitability: {exploitability(policy):.4f}", err=True)
 
 
+@main.command("policy")
+@click.argument("model_dir", type=click.Path())
+@click.option("--game", default="kuhn", show_default=True, type=click.Choice(["kuhn", "leduc"]),
+              help="a game with exact theory")
+@click.option("--temperature", default=1.0, show_default=True, type=float)
+@click.option("--view", default="compact", show_default=True, type=click.Choice(["compact", "full"]))
+@click.option("--json", "as_json", is_flag=True, help="print the table as JSON (what `arena exploitability` reads)")
+def policy(model_dir, game, temperature, view, as_json) -> None:
+    """Print MODEL_DIR's exact policy at every information state of GAME; its exploitability goes to stderr.
+
+    Kuhn: info set -> P(bet or call), 12 keys. Leduc: OpenSpiel info-state string -> {fold, call, raise:
+    probability} over the legal actions, 936 keys. One batched scoring pass over real observations.
+    """
+    from arena.players.config import MLXPlayerConfig
+    from arena.players.mlx import MLXPlayer
+    from arena.players.policy import exact_policy
+
+    table = exact_policy(MLXPlayer(model_dir, MLXPlayerConfig(view=view, temperature=temperature)), game)
+    if as_json:
+        click.echo(json.dumps(table, indent=2))
+    else:
+        for key, value in table.items():
+            shown = " ".join(f"{name}={p:.4f}" for name, p in value.items()) if isinstance(value, dict) else (
+                f"P(bet or call)={value:.4f}")
+            click.echo(f"{key}  {shown}")
+    click.echo(f"exploitability: {_theory(game).exploitability(table):.4f}", err=True)
+
+
+def _theory(game: str):
+    """The exact-theory module of a game (kuhn or leduc)."""
+    from arena.games import kuhn_theory, leduc_theory
+
+    return {"kuhn": kuhn_theory, "leduc": leduc_theory}[game]
+
+
 @main.command("exploitability")
 @click.argument("policy_file", type=click.Path())
-def exploitability_command(policy_file) -> None:
-    """Exact exploitability (NashConv/2) of a Kuhn policy JSON (info set -> P(bet or call))."""
+@click.option("--game", default="kuhn", show_default=True, type=click.Choice(["kuhn", "leduc"]),
+              help="kuhn: info set -> P(bet or call); leduc: OpenSpiel info state -> {action: probability}")
+def exploitability_command(policy_file, game) -> None:
+    """Exact exploitability (NashConv/2) of a policy JSON for GAME (as `arena policy --json` writes it)."""
     from arena.core.artifacts import dump_json
-    from arena.games.kuhn_theory import PolicyError, exploitability_report, load_policy
 
+    theory = _theory(game)
     try:
-        report = exploitability_report(load_policy(policy_file))
-    except PolicyError as error:
+        report = theory.exploitability_report(theory.load_policy(policy_file))
+    except theory.PolicyError as error:
         raise ArenaError(str(error)) from error
     click.echo(dump_json(report), nl=False)
 

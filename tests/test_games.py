@@ -19,13 +19,14 @@ from arena.players.scripted import RandomPlayer, StallerPlayer
 RANDOM = RandomPlayer()
 
 
-def test_registry_lists_the_four_games_with_their_envs():
-    assert sorted(GAMES) == ["kuhn", "liarsdice", "nim", "tictactoe"]
+def test_registry_lists_the_five_games_with_their_envs():
+    assert sorted(GAMES) == ["kuhn", "leduc", "liarsdice", "nim", "tictactoe"]
     assert get_spec("tictactoe").env_id == "TicTacToe-v0"
     assert get_spec("liarsdice").env_id == "LiarsDice-v0-small"
     assert get_spec("nim").env_id == "Nim-v0"
     assert get_spec("kuhn").env_id == "arena-KuhnPoker-v0"
     assert get_spec("kuhn").default_variant == {"rounds": 1}
+    assert get_spec("leduc").env_id == "arena-LeducHoldem-v0"
     assert get_spec("nim").default_variant == {"piles": [3, 4, 5]}
     assert get_spec("liarsdice").default_variant == {"dice": 3}
     assert get_spec("tictactoe").default_variant == {}

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arena.core.errors import ArenaError
-from arena.games import kuhn, liarsdice, nim, tictactoe
+from arena.games import kuhn, leduc, liarsdice, nim, tictactoe
 from arena.games.base import Game, GameResult
 
 
@@ -41,6 +41,9 @@ GAMES: dict[str, GameSpec] = {
         "liarsdice", liarsdice.ENV_ID, liarsdice.LiarsDiceGame, "two-player Liar's Dice; variant: dice"
     ),
     "nim": GameSpec("nim", nim.ENV_ID, nim.NimGame, "Nim, last object wins; variant: piles"),
+    "leduc": GameSpec(
+        "leduc", leduc.ENV_ID, leduc.LeducGame, "Leduc Hold'em, OpenSpiel's standard rules; variant: rounds"
+    ),
 }
 
 

@@ -26,6 +26,7 @@ def require_int(game_id: str, key: str, value: Any, minimum: int) -> int:
 
 
 KUHN_DEFAULTS: Mapping[str, Any] = {"rounds": 1}
+LEDUC_DEFAULTS: Mapping[str, Any] = {"rounds": 1}
 LIARSDICE_DEFAULTS: Mapping[str, Any] = {"dice": 3}
 NIM_DEFAULTS: Mapping[str, Any] = {"piles": [3, 4, 5]}
 
@@ -35,6 +36,13 @@ def kuhn_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
     reject_unknown_keys("kuhn", variant, KUHN_DEFAULTS)
     full = {**KUHN_DEFAULTS, **variant}
     return {"rounds": require_int("kuhn", "rounds", full["rounds"], 1)}
+
+
+def leduc_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
+    """Leduc Hold'em: ``rounds`` (hands per game, default 1)."""
+    reject_unknown_keys("leduc", variant, LEDUC_DEFAULTS)
+    full = {**LEDUC_DEFAULTS, **variant}
+    return {"rounds": require_int("leduc", "rounds", full["rounds"], 1)}
 
 
 def tictactoe_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
@@ -61,6 +69,7 @@ def nim_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
 
 VARIANTS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "kuhn": kuhn_variant, "tictactoe": tictactoe_variant, "liarsdice": liarsdice_variant, "nim": nim_variant,
+    "leduc": leduc_variant,
 }
 GAME_IDS: tuple[str, ...] = tuple(VARIANTS)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from arena.games.base import Observation
 from arena.play.config import ProbeConfig
 from arena.play.match import duplicate_schedule, play_match
-from arena.play.stats import summarize_match
+from arena.play.stats import CHIP_GAMES, summarize_match
 from arena.players.base import Decision, Player
 from arena.players.scripted import make_scripted
 
@@ -26,12 +26,12 @@ class Check:
 
 
 class AggressivePlayer(Player):
-    """Always bets or calls: wins chips in TextArena's unpatched Kuhn, where betting costs nothing."""
+    """Always bets (Leduc: raises) or calls: wins chips in TextArena's unpatched Kuhn, where betting costs nothing."""
 
     spec = "aggressive"
 
     def act(self, observation: Observation) -> Decision:
-        for action in ("[bet]", "[call]"):
+        for action in ("[bet]", "[raise]", "[call]"):
             if action in observation.legal_actions:
                 return Decision(action)
         return Decision(observation.legal_actions[0])
@@ -81,8 +81,8 @@ def audit_game(game: str, config: ProbeConfig, progress: bool = False) -> list[C
         wins = summary["wins"]["p0"]
         checks.append(Check(game, f"{name} vs random", f"{wins} wins / {summary['games']}", "0 wins", wins == 0))
     oracle_records, summary = match(make_scripted("oracle"))
-    if game == "kuhn":
-        # A Nash policy maximises chips, not hands won (it folds weak cards), so Kuhn is judged in chips.
+    if game in CHIP_GAMES:
+        # A Nash policy maximises chips, not hands won (it folds weak cards), so poker is judged in chips.
         mean, low, high = _mean_ci(_chips_per_round(oracle_records, "oracle"))
         checks.append(Check(game, "oracle vs random", f"chips/round {mean:+.3f} [{low:+.3f}, {high:+.3f}]",
                             "95% lower bound > 0", low > 0))
@@ -95,11 +95,12 @@ def audit_game(game: str, config: ProbeConfig, progress: bool = False) -> list[C
     rate = summarize_match(records, random_player.spec, mirror.spec)["p0_win_rate"]
     checks.append(Check(game, "random vs random", _rate_text(rate),
                         "interval contains the seat-fair 0.5", rate["low"] <= 0.5 <= rate["high"]))
-    if game == "kuhn":
+    if game in CHIP_GAMES:
         aggressive = AggressivePlayer()
         records = play_match(game, (aggressive, make_scripted("oracle")), schedule, progress=progress)
         mean, low, high = _mean_ci(_chips_per_round(records, aggressive.spec))
-        checks.append(Check(game, "always bet/call vs oracle", f"chips/round {mean:+.3f} [{low:+.3f}, {high:+.3f}]",
+        name = "always bet/call vs oracle" if game == "kuhn" else "always raise/call vs oracle"
+        checks.append(Check(game, name, f"chips/round {mean:+.3f} [{low:+.3f}, {high:+.3f}]",
                             "no gain: 95% lower bound <= 0", low <= 0))
     return checks
 

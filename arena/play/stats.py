@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 # Games whose rewards are chips summed over several rounds; their summaries also report chips per round.
-CHIP_GAMES = frozenset({"kuhn"})
+CHIP_GAMES = frozenset({"kuhn", "leduc"})
 
 
 def wilson_interval(successes: float, n: int, z: float = 1.96) -> tuple[float, float, float]:
@@ -120,7 +120,7 @@ def summarize_match(records: Sequence[Mapping[str, Any]], p0_spec: str, p1_spec:
     """The JSON-able summary of one match (``arena play --json``; the runner adds ``games_per_sec``).
 
     Keys: ``games``, ``wins`` {p0, p1, draws}, ``errored``, ``p0_win_rate`` {rate, low, high} (Wilson
-    95%, draws as half), ``mean_reward`` {p0, p1}, ``invalid_moves`` {p0, p1} and, for Kuhn,
+    95%, draws as half), ``mean_reward`` {p0, p1}, ``invalid_moves`` {p0, p1} and, for chip games (Kuhn, Leduc),
     ``mean_chips_per_round`` {p0, p1}. See ``summarize_outcomes`` for how errored games are treated.
     """
     if not records:

@@ -16,6 +16,7 @@ from typing import Any
 from arena.core.hashing import digest_bytes, digest_config
 from arena.games.base import Observation
 from arena.games.kuhn_theory import nash_policy
+from arena.games.leduc_cfr import nash_digest, nash_table
 from arena.players.base import Decision, Player
 from arena.players.specs import EPS_ORACLE, parse_epsilon
 
@@ -96,6 +97,18 @@ def kuhn_action(legal: Sequence[str], bet: bool) -> str:
     """The legal Kuhn action for a p/b choice: ``b`` is bet or call, ``p`` is check or fold."""
     wanted = ("[bet]", "[call]") if bet else ("[check]", "[fold]")
     return next(action for action in legal if action in wanted)
+
+
+def leduc_action(legal: Sequence[str], distribution: Mapping[str, float], u: float) -> str:
+    """The legal Leduc action drawn by ``u`` in [0, 1) from {fold, call, raise: probability}; call is check or call."""
+    words = {"fold": ("[fold]",), "call": ("[check]", "[call]"), "raise": ("[raise]",)}
+    cumulative, choice = 0.0, None
+    for name, probability in distribution.items():
+        choice = name
+        cumulative += probability
+        if u < cumulative:
+            break
+    return next(action for action in legal if action in words[choice])
 
 
 def ttt_winner(board: tuple[str, ...]) -> str:
@@ -191,14 +204,15 @@ class OraclePlayer(ScriptedPlayer):
     """An exact (or, for Liar's Dice, sound) policy per game.
 
     Kuhn: ``arena.games.kuhn_theory.nash_policy(kuhn_alpha)`` (alpha in [0, 1/3], default 0), sampled from the
-    sample key.
+    sample key. Leduc: the CFR+ average policy shipped in ``arena/games/data/leduc_nash.json`` (exploitability
+    about 1e-5), sampled from the sample key at the observation's OpenSpiel info state.
     TicTacToe: memoised minimax (never loses). Nim: nim-sum (wins every won position). Liar's Dice: the
     binomial heuristic of ``liarsdice_choice``.
     """
 
     spec = "oracle"
     helpers = (
-        nash_policy, kuhn_action, ttt_winner, ttt_value, ttt_best_move, nim_move,
+        nash_policy, kuhn_action, nash_table, leduc_action, ttt_winner, ttt_value, ttt_best_move, nim_move,
         binomial_tail, liarsdice_bid_truth, liarsdice_choice,
     )  # fmt: skip
 
@@ -207,7 +221,8 @@ class OraclePlayer(ScriptedPlayer):
         self.kuhn_alpha = float(kuhn_alpha)
 
     def config(self) -> dict[str, Any]:
-        return {"kuhn_alpha": self.kuhn_alpha}
+        # The Leduc table is data, not code: its digest stands in the config so the pin changes with it.
+        return {"kuhn_alpha": self.kuhn_alpha, "leduc_nash": nash_digest()}
 
     def act(self, observation: Observation) -> Decision:
         state, legal = observation.state, observation.legal_actions
@@ -215,6 +230,9 @@ class OraclePlayer(ScriptedPlayer):
             p_bet = self.kuhn_policy[observation.info_set]
             bet = sample_rng(self.spec, observation.sample_key).random() < p_bet
             return Decision(action=kuhn_action(legal, bet))
+        if observation.game_id == "leduc":
+            u = sample_rng(self.spec, observation.sample_key).random()
+            return Decision(action=leduc_action(legal, nash_table()[observation.info_set], u))
         if observation.game_id == "tictactoe":
             return Decision(action=f"[{ttt_best_move(state['board'], state['mark'])}]")
         if observation.game_id == "nim":
@@ -246,7 +264,7 @@ class EpsOraclePlayer(ScriptedPlayer):
         self.oracle = OraclePlayer()
 
     def config(self) -> dict[str, Any]:
-        return {"epsilon": self.epsilon}
+        return {"epsilon": self.epsilon, "leduc_nash": nash_digest()}
 
     def act(self, observation: Observation) -> Decision:
         rng = sample_rng(self.stream, observation.sample_key)
