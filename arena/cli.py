@@ -27,6 +27,11 @@ class _Group(click.Group):
             sys.exit(2)
 
 
+# The chat template's thinking switch (Qwen3's enable_thinking) for MLX players; templates without one ignore it.
+_thinking = click.option("--thinking/--no-thinking", default=False, show_default=True,
+                         help="MLX players' enable_thinking (chat templates with a thinking switch)")
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(arena.__version__, prog_name="arena")
 def main() -> None:
@@ -91,12 +96,14 @@ def _frontier_config(params: str | None) -> FrontierConfig:
 @click.option("--variant", multiple=True, help="game variant key=value (repeatable)")
 @click.option("--temperature", default=1.0, show_default=True, type=float, help="MLX players' sampling temperature")
 @click.option("--view", default="compact", show_default=True, type=click.Choice(["compact", "full"]))
+@_thinking
 @click.option("--params", type=click.Path(dir_okay=False),
               help="params file whose frontier: section configures openai: players [default: params.yaml if present]")
 @click.option("--concurrency", default=64, show_default=True, type=int, help="games played in lockstep")
 @click.option("--out", type=click.Path(), help="also write the game records as a JSONL shard here")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
-def play(game, p0, p1, games, seed, variant, temperature, view, params, concurrency, out, as_json) -> None:
+def play(game, p0, p1, games, seed, variant, temperature, view, thinking, params, concurrency, out,
+         as_json) -> None:
     """Play GAMES games of GAME between two players and print the score.
 
     MLX players sample with --view and --temperature; frontier players (openai:MODEL@BASE_URL) are called
@@ -112,7 +119,8 @@ def play(game, p0, p1, games, seed, variant, temperature, view, params, concurre
     get_spec(game)
     if games < 1:
         raise ArenaError(f"--games {games} must be >= 1")
-    configs = PlayerConfigs(MLXPlayerConfig(view=view, temperature=temperature), _frontier_config(params))
+    mlx_config = MLXPlayerConfig(view=view, temperature=temperature, enable_thinking=thinking)
+    configs = PlayerConfigs(mlx_config, _frontier_config(params))
     players = (configs.make(p0), configs.make(p1))
     if players[0].spec == players[1].spec:
         raise ArenaError(f"--p0 and --p1 are both {p0!r}: give two different specs (e.g. mlx:PATH vs random)")
@@ -147,6 +155,30 @@ def replay(shards) -> None:
         failed += len(problems)
         click.echo(f"{shard}: {len(records) - len(problems)}/{len(records)} games verified")
     sys.exit(1 if failed else 0)
+
+
+@main.command()
+@click.argument("game")
+@click.option("--model", "model_dir", required=True, type=click.Path(), help="an mlx-lm model directory")
+@click.option("--view", default="compact", show_default=True, type=click.Choice(["compact", "full"]))
+@click.option("--seed", default=0, show_default=True, type=int, help="deal seed of the game shown")
+@click.option("--variant", multiple=True, help="game variant key=value (repeatable)")
+@_thinking
+def prompt(game, model_dir, view, seed, variant, thinking) -> None:
+    """Print the prompt MODEL_DIR is shown at GAME's first move, with the token counts of it and each legal action.
+
+    Only the tokenizer is loaded: the prompt is rendered with the model's own chat template, and each action is
+    counted as the tokens it is scored as (full view: the template's assistant reply through its end-of-turn token).
+    """
+    from arena.games.registry import make_game
+    from arena.players.mlx import load_tokenizer
+    from arena.players.prompts import prompt_report
+
+    try:
+        observation = make_game(game, seed, _variant(variant)).observation()
+    except ValueError as error:
+        raise ArenaError(f"--variant: {error}") from None
+    click.echo(prompt_report(load_tokenizer(model_dir), observation, view, thinking))
 
 
 @main.command()
@@ -195,15 +227,17 @@ def leaderboard(archives, as_json) -> None:
 @click.argument("model_dir", type=click.Path())
 @click.option("--temperature", default=1.0, show_default=True, type=float)
 @click.option("--view", default="compact", show_default=True, type=click.Choice(["compact", "full"]))
+@_thinking
 @click.option("--json", "as_json", is_flag=True, help="print JSON only (info set -> P(bet or call))")
-def kuhn_policy(model_dir, temperature, view, as_json) -> None:
+def kuhn_policy(model_dir, temperature, view, thinking, as_json) -> None:
     """Print MODEL_DIR's probability of betting/calling at each of Kuhn's 12 information sets."""
     from arena.games.kuhn_theory import exploitability
     from arena.players.config import MLXPlayerConfig
     from arena.players.mlx import MLXPlayer
     from arena.players.policy import model_policy
 
-    policy = model_policy(MLXPlayer(model_dir, MLXPlayerConfig(view=view, temperature=temperature)))
+    config = MLXPlayerConfig(view=view, temperature=temperature, enable_thinking=thinking)
+    policy = model_policy(MLXPlayer(model_dir, config))
     click.echo(json.dumps(policy, indent=2))
     if not as_json:
         click.echo(f"exploitability: {exploitability(policy):.4f}", err=True)
@@ -215,8 +249,9 @@ def kuhn_policy(model_dir, temperature, view, as_json) -> None:
               help="a game with exact theory")
 @click.option("--temperature", default=1.0, show_default=True, type=float)
 @click.option("--view", default="compact", show_default=True, type=click.Choice(["compact", "full"]))
+@_thinking
 @click.option("--json", "as_json", is_flag=True, help="print the table as JSON (what `arena exploitability` reads)")
-def policy(model_dir, game, temperature, view, as_json) -> None:
+def policy(model_dir, game, temperature, view, thinking, as_json) -> None:
     """Print MODEL_DIR's exact policy at every information state of GAME; its exploitability goes to stderr.
 
     Kuhn: info set -> P(bet or call), 12 keys. Leduc: OpenSpiel info-state string -> {fold, call, raise:
@@ -226,7 +261,8 @@ def policy(model_dir, game, temperature, view, as_json) -> None:
     from arena.players.mlx import MLXPlayer
     from arena.players.policy import exact_policy
 
-    table = exact_policy(MLXPlayer(model_dir, MLXPlayerConfig(view=view, temperature=temperature)), game)
+    config = MLXPlayerConfig(view=view, temperature=temperature, enable_thinking=thinking)
+    table = exact_policy(MLXPlayer(model_dir, config), game)
     if as_json:
         click.echo(json.dumps(table, indent=2))
     else:

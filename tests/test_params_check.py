@@ -75,7 +75,7 @@ CASES = [
     ("eval.trueskill", {"sigma": 0.0}, "eval.trueskill.sigma",
      r"eval\.trueskill\.sigma = 0\.0 is invalid: must be > 0"),
     ("baseline.player", ["random"], "baseline.player",
-     r"unknown key baseline\.player; allowed keys in baseline: frontier, players"),
+     r"unknown key baseline\.player; allowed keys in baseline: enable_thinking, frontier, players"),
     ("baseline.players", "random", "baseline.players", r"baseline\.players = 'random' must be a list, got str"),
     ("baseline.temperature", -1.0, "baseline.temperature",
      r"baseline\.temperature = -1\.0 is invalid: must be >= 0"),
@@ -170,3 +170,10 @@ def test_a_stage_with_bad_params_stops_before_its_work(tmp_path, script, path, v
     assert result.returncode != 0
     assert message in result.stderr.strip().splitlines()[-1]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]
+
+
+@pytest.mark.parametrize("section", ["selfplay", "shards", "baseline", "roundeval", "tournament", "rest"])
+def test_enable_thinking_is_a_boolean_in_every_model_player_section(section):
+    validate_all(edited(f"{section}.enable_thinking", True))
+    with pytest.raises(ConfigError, match=rf"{section}\.enable_thinking = 'no' must be true or false"):
+        validate_all(edited(f"{section}.enable_thinking", "no"))

@@ -14,7 +14,7 @@ from arena.core.config import ConfigError, require
 from arena.core.hashing import digest_config
 from arena.core.seeds import as_seed_range
 from arena.games.variants import game_label
-from arena.players.config import MLXPlayerConfig
+from arena.players.config import sampling_config
 from arena.players.specs import SCRIPTED_NAMES
 
 
@@ -139,13 +139,14 @@ class RoundEvalConfig:
     games: int = 400
     view: str = "compact"
     temperature: float = 1.0
+    enable_thinking: bool = False
 
     def __post_init__(self) -> None:
         for spec in self.opponents:
             require(spec in SCRIPTED_NAMES, "roundeval.opponents", spec,
                     "fixed external baselines must be scripted: " + ", ".join(SCRIPTED_NAMES))
         require(self.games >= 2, "roundeval.games", self.games, "must be >= 2")
-        MLXPlayerConfig(view=self.view, temperature=self.temperature)
+        sampling_config(self)
 
 
 @dataclass(frozen=True)
@@ -156,11 +157,12 @@ class TournamentConfig:
     frontier: tuple[str, ...] = ()
     view: str = "compact"
     temperature: float = 1.0
+    enable_thinking: bool = False
 
     def __post_init__(self) -> None:
         for spec in self.frontier:
             require(spec.startswith("openai:"), "frontier", spec, "each entry must be openai:MODEL@BASE_URL")
-        MLXPlayerConfig(view=self.view, temperature=self.temperature)
+        sampling_config(self)
 
     @property
     def all_players(self) -> tuple[str, ...]:

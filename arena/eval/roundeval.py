@@ -16,7 +16,7 @@ from arena.games.kuhn_theory import chips_per_hand, exploitability
 from arena.play.match import duplicate_schedule, play_match
 from arena.play.stats import summarize_match
 from arena.players.build import make_player
-from arena.players.config import MLXPlayerConfig
+from arena.players.config import sampling_config
 from arena.players.mlx import MLXPlayer
 from arena.players.policy import model_policy, scripted_kuhn_policy
 from arena.train.pool import load_pool, pool_average_policy
@@ -67,7 +67,7 @@ def evaluate_round(snapshot: str | Path, pool_file: str | Path | None, round_num
     require(seeds.stop <= eval_config.seeds.stop, "roundeval.games", config.games,
             f"needs {len(seeds)} deals (each played from both seats) but eval.seeds has {len(eval_config.seeds)}")
     check_seed_ranges(seeds, reserved)
-    player = MLXPlayer(snapshot, MLXPlayerConfig(view=config.view, temperature=config.temperature))
+    player = MLXPlayer(snapshot, sampling_config(config))
     schedule = duplicate_schedule(seeds, config.games)
     result: dict[str, Any] = {"round": round_number, "snapshot": player.spec, "model_hash": player.pin()["model_hash"]}
     policy = model_policy(player) if any(game.game_id == "kuhn" for game in eval_config.games) else None

@@ -39,9 +39,9 @@ REQUIRED_SECTIONS = (
 )
 # Sections a user may drop: the final tournament's players.
 OPTIONAL_SECTIONS = ("tournament",)
-# Sections whose view/temperature are checked by MLXPlayerConfig, which names them `player.view` and
+# Sections whose view/temperature/enable_thinking are checked by MLXPlayerConfig, which names them `player.view` and
 # `player.temperature`; its errors are re-keyed to the section they came from.
-_PLAYER_KEY = re.compile(r"^player\.(view|temperature|max_rows) ")
+_PLAYER_KEY = re.compile(r"^player\.(view|temperature|max_rows|enable_thinking) ")
 # Sections listing player specs, and under which keys.
 PLAYER_LISTS = {"shards": ("players",), "baseline": ("players", "frontier"), "tournament": ("players", "frontier")}
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from arena.core.config import require
 from arena.games.variants import GAME_IDS, check_game_id
-from arena.players.config import MLXPlayerConfig
+from arena.players.config import sampling_config
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,7 @@ class ShardsConfig:
     games_per_shard: int = 256
     view: str = "compact"
     temperature: float = 1.0
+    enable_thinking: bool = False
 
     def __post_init__(self) -> None:
         check_game_id(self.game)
@@ -29,7 +30,7 @@ class ShardsConfig:
         require(self.games_per_shard >= 1, "shards.games_per_shard", self.games_per_shard, "must be >= 1")
         require(len(set(self.shards)) == len(self.shards) and all(s >= 0 for s in self.shards),
                 "shards.shards", list(self.shards), "must be distinct non-negative shard numbers")
-        MLXPlayerConfig(view=self.view, temperature=self.temperature)
+        sampling_config(self)
 
 
 @dataclass(frozen=True)

@@ -4,20 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from arena.core.config import load_section
 from arena.core.errors import ArenaError
 from arena.players.base import Player
-from arena.players.config import FrontierConfig, MLXPlayerConfig
+from arena.players.config import FrontierConfig, MLXPlayerConfig, Sampling, sampling_config
 from arena.players.specs import EPS_ORACLE, SCRIPTED_NAMES, SPEC_HELP, parse_spec
-
-
-class Sampling(Protocol):
-    """A loaded params section that says how its model players sample (TournamentConfig, ShardsConfig, ...)."""
-
-    view: str
-    temperature: float
 
 
 @dataclass(frozen=True)
@@ -33,8 +26,8 @@ class PlayerConfigs:
 
 
 def section_mlx_config(section: Sampling) -> MLXPlayerConfig:
-    """The MLX player config a loaded params section gives: its ``view`` and ``temperature``."""
-    return MLXPlayerConfig(view=section.view, temperature=section.temperature)
+    """The MLX player config a loaded params section gives: its ``view``, ``temperature`` and ``enable_thinking``."""
+    return sampling_config(section)
 
 
 def load_frontier_config(params: Mapping[str, Any]) -> FrontierConfig:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Protocol
 
 from arena.core.config import require, require_choice
 
@@ -22,16 +23,38 @@ VIEWS = ("compact", "full")
 
 @dataclass(frozen=True)
 class MLXPlayerConfig:
-    """How a model is prompted and sampled; part of the player's config hash."""
+    """How a model is prompted and sampled; part of the player's config hash.
+
+    ``enable_thinking`` is passed to the chat template (Qwen3's thinking switch); off, a thinking template closes
+    an empty think block in the generation prompt, so each move is scored as the reply itself. Templates
+    without the switch ignore it.
+    """
 
     view: str = "compact"
     temperature: float = 1.0
     max_rows: int = 256
+    enable_thinking: bool = False
 
     def __post_init__(self) -> None:
         require_choice("player.view", self.view, VIEWS)
+        require(isinstance(self.enable_thinking, bool), "player.enable_thinking", self.enable_thinking,
+                "must be true or false")
         require(self.temperature >= 0.0, "player.temperature", self.temperature, "must be >= 0 (0 = greedy)")
         require(self.max_rows >= 1, "player.max_rows", self.max_rows, "must be >= 1")
+
+
+class Sampling(Protocol):
+    """A loaded params section that says how its model players are prompted and sample (selfplay, shards, ...)."""
+
+    view: str
+    temperature: float
+    enable_thinking: bool
+
+
+def sampling_config(section: Sampling) -> MLXPlayerConfig:
+    """The MLX player config a loaded params section gives: its ``view``, ``temperature`` and ``enable_thinking``."""
+    return MLXPlayerConfig(view=section.view, temperature=section.temperature,
+                           enable_thinking=section.enable_thinking)
 
 
 @dataclass(frozen=True)

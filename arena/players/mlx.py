@@ -12,11 +12,14 @@ import numpy as np
 from arena.core.config import as_dict
 from arena.core.errors import ArenaError
 from arena.core.hashing import digest_config, digest_dir
-from arena.core.pins import model_pin, model_quant, versions
+from arena.core.pins import model_pin, model_quant, read_model_config, versions
 from arena.games.base import Observation
 from arena.players.base import Decision, Player
 from arena.players.config import MLXPlayerConfig
+from arena.players.prompts import ChatPrompts, prompt_text
 from arena.players.scoring import action_loglik, build_batch, masked_log_softmax
+
+__all__ = ["MLXPlayer", "load_model", "load_tokenizer", "prompt_text"]
 
 
 def load_model(path: str | Path) -> tuple[Any, Any]:
@@ -37,11 +40,16 @@ def load_model(path: str | Path) -> tuple[Any, Any]:
     return mlx_lm.load(str(path))
 
 
-def prompt_text(observation: Observation, view: str) -> str:
-    """The user message a model sees: the compact view, or the full observation plus the legal actions."""
-    if view == "compact":
-        return observation.compact
-    return f"{observation.text}\nLegal actions: {' '.join(observation.legal_actions)}"
+def load_tokenizer(path: str | Path) -> Any:
+    """The tokenizer of an mlx-lm model directory (or of the base an adapter directory names), without its weights."""
+    from mlx_lm.utils import load_tokenizer as mlx_load_tokenizer
+
+    path = Path(path)
+    adapter_config = path / "adapter_config.json"
+    if adapter_config.exists():
+        path = Path(json.loads(adapter_config.read_text()).get("model") or path)
+    config = read_model_config(path)
+    return mlx_load_tokenizer(path, eos_token_ids=config.get("eos_token_id"))
 
 
 class MLXPlayer(Player):
@@ -56,22 +64,15 @@ class MLXPlayer(Player):
         self.config = config or MLXPlayerConfig()
         self.spec = f"mlx:{self.path.as_posix()}"
         self.model, self.tokenizer = load_model(self.path)
-        self._prompt_cache: dict[tuple[str, str], tuple[int, ...]] = {}
-        self._action_cache: dict[str, tuple[int, ...]] = {}
+        self.prompts = ChatPrompts(self.tokenizer, self.config.view, self.config.enable_thinking)
 
     def _prompt_ids(self, observation: Observation) -> tuple[int, ...]:
-        text = prompt_text(observation, self.config.view)
-        key = (self.config.view, text)
-        if key not in self._prompt_cache:
-            messages = [{"role": "user", "content": text}]
-            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
-            self._prompt_cache[key] = tuple(ids)
-        return self._prompt_cache[key]
+        """The tokens fed to the model at ``observation``: its view through the chat template."""
+        return self.prompts.prompt_ids(observation)
 
     def _action_ids(self, action: str) -> tuple[int, ...]:
-        if action not in self._action_cache:
-            self._action_cache[action] = tuple(self.tokenizer.encode(action, add_special_tokens=False))
-        return self._action_cache[action]
+        """The tokens ``action`` is scored as: the bare action (compact), the template's reply (full)."""
+        return self.prompts.action_ids(action)
 
     def policy(self, observations: Sequence[Observation]) -> list[np.ndarray]:
         """Per observation, the probability of each legal action (in ``legal_actions`` order)."""

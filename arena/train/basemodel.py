@@ -1,4 +1,4 @@
-"""The base model stage: build the embedded tiny qwen2 model, or resolve a local/hub one, and quantise it."""
+"""The base model stage: build the embedded tiny qwen2 or the qwen3 stand-in, or resolve a local/hub one; quantise."""
 
 from __future__ import annotations
 
@@ -167,6 +167,11 @@ def build_base(config: BaseConfig, out_dir: str | Path) -> dict[str, Any]:
         if config.source == "embedded":
             source = build_embedded(full, config)
             inputs = {"embedded_seed": str(config.seed)}
+        elif config.source == "standin":
+            from arena.train.standin import build_standin
+
+            source = build_standin(full, config)
+            inputs = {"standin_seed": str(config.seed)}
         else:
             source = resolve_source(config.source)
             inputs = {"source": source.as_posix()}

@@ -10,7 +10,7 @@ from typing import Any
 
 from arena.core.config import require, require_choice
 from arena.games.variants import check_game_id
-from arena.players.config import MLXPlayerConfig
+from arena.players.config import MLXPlayerConfig, sampling_config
 from arena.players.specs import SCRIPTED_NAMES
 
 QUANTS = {"none": None, "q8": 8, "q4": 4}
@@ -18,7 +18,9 @@ QUANTS = {"none": None, "q8": 8, "q4": 4}
 
 @dataclass(frozen=True)
 class BaseConfig:
-    """params.yaml ``base:`` section."""
+    """params.yaml ``base:`` section: ``source`` embedded (tiny qwen2, game tokens), standin (qwen3, Qwen3-style
+    chat template with a thinking switch, embedding padded to ``vocab_size``), a local directory or a hub id; the
+    shape keys apply to the two built from a seed."""
 
     source: str = "embedded"
     quant: str = "none"
@@ -33,7 +35,8 @@ class BaseConfig:
 
     def __post_init__(self) -> None:
         require_choice("base.quant", self.quant, QUANTS)
-        require(bool(self.source), "base.source", self.source, "'embedded', a local model directory or a hub id")
+        require(bool(self.source), "base.source", self.source,
+                "'embedded', 'standin', a local model directory or a hub id")
         for key in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size",
                     "max_position_embeddings"):
             require(getattr(self, key) >= 1, f"base.{key}", getattr(self, key), "must be >= 1")
@@ -64,13 +67,14 @@ class SelfPlayConfig:
     group_size: int = 2
     view: str = "compact"
     temperature: float = 1.0
+    enable_thinking: bool = False
 
     def __post_init__(self) -> None:
         check_game_id(self.game)
         require(self.deals_per_round >= 1, "selfplay.deals_per_round", self.deals_per_round, "must be >= 1")
         require(self.group_size >= 2 and self.group_size % 2 == 0, "selfplay.group_size", self.group_size,
                 "must be an even number >= 2 (each deal is played from both seats)")
-        MLXPlayerConfig(view=self.view, temperature=self.temperature)
+        sampling_config(self)
         require(self.temperature > 0, "selfplay.temperature", self.temperature,
                 "must be > 0: GRPO needs sampled moves and their log-probabilities")
 
@@ -155,6 +159,7 @@ class RestConfig:
     seeds_per_round: int = 256
     temperature: float = 1.0
     view: str = "compact"
+    enable_thinking: bool = False
     replay_games: int = 1024
     keep_forfeit_wins: bool = False
     init: str = "base"
@@ -173,7 +178,7 @@ class RestConfig:
         require(self.seeds_per_round >= 1, "rest.seeds_per_round", self.seeds_per_round, "must be >= 1")
         require(self.temperature > 0, "rest.temperature", self.temperature,
                 "must be > 0: ReST samples the model's own moves (0 would replay one line per deal)")
-        MLXPlayerConfig(view=self.view, temperature=self.temperature)
+        sampling_config(self)
         require(self.replay_games >= 0, "rest.replay_games", self.replay_games, "must be >= 0 (0 disables replay)")
         require_choice("rest.init", self.init, INITS)
         require(self.lr > 0 and math.isfinite(self.lr), "rest.lr", self.lr, "must be a positive float")
@@ -186,7 +191,7 @@ class RestConfig:
 
     @property
     def player_config(self) -> MLXPlayerConfig:
-        return MLXPlayerConfig(view=self.view, temperature=self.temperature)
+        return sampling_config(self)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from arena.play.match import Slot, play_match
 from arena.play.records import SHARD_FILE, write_shard
 from arena.players.base import Player
 from arena.players.build import make_player
-from arena.players.config import MLXPlayerConfig
+from arena.players.config import sampling_config
 from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig
 from arena.train.pool import load_pool, sample_opponents
@@ -33,7 +33,7 @@ def selfplay_schedule(deals: range, group_size: int) -> list[Slot]:
 def play_round(snapshot: str | Path, pool_file: str | Path, config: SelfPlayConfig, seeds: SeedsConfig,
                round_number: int, out_dir: str | Path, progress: bool = True) -> int:
     """Rollouts@r: the snapshot plays each deal against an opponent drawn from the pool; write the shard."""
-    mlx_config = MLXPlayerConfig(view=config.view, temperature=config.temperature)
+    mlx_config = sampling_config(config)
     learner = MLXPlayer(snapshot, mlx_config)
     pool = load_pool(pool_file)
     deals = round_seeds(seeds, config, round_number)

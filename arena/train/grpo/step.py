@@ -20,7 +20,7 @@ from arena.core.hashing import digest_path
 from arena.core.pins import write_meta
 from arena.games.base import Observation
 from arena.play.records import read_shard
-from arena.players.config import MLXPlayerConfig
+from arena.players.config import sampling_config
 from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig, TrainConfig
 from arena.train.fuse import save_fused
@@ -200,7 +200,7 @@ def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, 
     import mlx.core as mx
 
     mx.random.seed(config.seed + round_number)
-    player_config = MLXPlayerConfig(view=selfplay.view, temperature=selfplay.temperature)
+    player_config = sampling_config(selfplay)
     policy = MLXPlayer(snapshot, player_config)
     ref = MLXPlayer(reference, player_config)
     data = learner_decisions(read_shard(shard), policy.spec, config)

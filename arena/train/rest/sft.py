@@ -95,6 +95,44 @@ def _numpy_seeded(seed: int) -> Iterator[None]:
         np.random.set_state(outer)
 
 
+class ReplyDataset:
+    """Win-set rows as the exact tokens the player scores (full view): its prompt, then the move's templated reply.
+
+    mlx-lm's ChatDataset would render the whole conversation (thinking switch at the tokenizer's default, the
+    newline after the end-of-turn token trained too); this trains what ``arena.players.prompts`` scores.
+    """
+
+    def __init__(self, rows: Sequence[Mapping[str, Any]], tokenizer: Any, config: RestConfig) -> None:
+        from arena.players.prompts import ChatPrompts
+
+        self._rows = list(rows)
+        self.tokenizer = tokenizer
+        self.enable_thinking = config.enable_thinking
+        self.prompts = ChatPrompts(tokenizer, config.view, config.enable_thinking)
+
+    def process(self, row: Mapping[str, Any]) -> tuple[list[int], int]:
+        from arena.players.prompts import prompt_ids
+
+        *context, reply = row["messages"]
+        prompt = prompt_ids(self.tokenizer, context, self.enable_thinking)
+        return [*prompt, *self.prompts.action_ids(reply["content"])], len(prompt)
+
+    def __getitem__(self, index: int) -> Mapping[str, Any]:
+        return self._rows[index]
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+def _dataset(rows: Sequence[Mapping[str, Any]], tokenizer: Any, config: RestConfig) -> Any:
+    """The SFT rows as mlx-lm reads them: its own ChatDataset for the compact view, the scored tokens for full."""
+    from mlx_lm.tuner.datasets import CacheDataset, ChatDataset
+
+    if config.view == "compact":
+        return CacheDataset(ChatDataset(list(rows), tokenizer, mask_prompt=True))
+    return CacheDataset(ReplyDataset(rows, tokenizer, config))
+
+
 def sft(init: str | Path, rows: Sequence[Mapping[str, Any]], config: RestConfig, round_number: int,
         adapter_dir: Path, progress: bool = True) -> tuple[Any, list[dict[str, Any]]]:
     """LoRA SFT with mlx-lm's own trainer on the chat rows (prompt masked); returns the trained model and its log.
@@ -102,12 +140,11 @@ def sft(init: str | Path, rows: Sequence[Mapping[str, Any]], config: RestConfig,
     mlx-lm's batcher shuffles with numpy's global RNG: it is seeded here and restored afterwards.
     """
     import mlx.optimizers as optim
-    from mlx_lm.tuner.datasets import CacheDataset, ChatDataset
     from mlx_lm.tuner.trainer import train
 
     seed = config.seed + round_number
     model, tokenizer = _lora_model(init, config, seed)
-    dataset = CacheDataset(ChatDataset(list(rows), tokenizer, mask_prompt=True))
+    dataset = _dataset(rows, tokenizer, config)
     args = _training_args(config, rows, adapter_dir)
     log = _LossLog()
     sink = contextlib.nullcontext() if progress else contextlib.redirect_stdout(io.StringIO())
@@ -146,7 +183,7 @@ def _build_win_set(snapshot: str | Path, rollouts: str | Path, previous_train: s
     rng = np.random.default_rng([config.seed, round_number])
     replayed = replay_buffer(load_win_set(previous_train), fresh, config.replay_games, rng)
     games = fresh + replayed
-    rows, provenance = dataset_rows(games, rng)
+    rows, provenance = dataset_rows(games, rng, config.view)
     report = audit(games, config, round_number)
     if report["failures"]:
         raise ArenaError(f"round {round_number}: the win-set audit failed on {len(report['failures'])} check(s), "

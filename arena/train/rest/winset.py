@@ -18,7 +18,7 @@ import numpy as np
 
 from arena.core.errors import ArenaError
 from arena.games.base import Observation
-from arena.players.mlx import prompt_text
+from arena.players.prompts import prompt_text, view_messages
 from arena.train.config import RestConfig
 
 DATA_DIR = "data"
@@ -206,16 +206,18 @@ def replay_buffer(previous: Sequence[dict[str, Any]], fresh: Sequence[dict[str, 
     return chosen
 
 
-def dataset_rows(games: Sequence[Mapping[str, Any]], rng: np.random.Generator) -> tuple[list[dict], list[dict]]:
+def dataset_rows(games: Sequence[Mapping[str, Any]], rng: np.random.Generator,
+                 view: str = "compact") -> tuple[list[dict], list[dict]]:
     """Chat rows for ``mlx_lm lora`` and their provenance, line for line, in one shuffled order.
 
-    Shuffled because mlx-lm's batcher groups rows by length in file order: without it a batch would hold
-    one round's or one seed's rows only.
+    Each row is the conversation the player was shown in ``view`` (the full view's starts with its system message),
+    then the move as the assistant's reply. Shuffled because mlx-lm's batcher groups rows by length in file order:
+    without it a batch would hold one round's or one seed's rows only.
     """
     rows, provenance = [], []
     for game in games:
         for row in game["rows"]:
-            rows.append({"messages": [{"role": "user", "content": row["prompt"]},
+            rows.append({"messages": [*view_messages(row["prompt"], view),
                                       {"role": "assistant", "content": row["action"]}]})
             provenance.append({"transcript_digest": game["transcript_digest"], "learner_seat": game["learner_seat"],
                                "round": game["round"], "decision": row["decision"]})
@@ -260,7 +262,7 @@ def load_win_set(train_dir: str | Path) -> list[dict[str, Any]]:
         if key not in games:
             raise ArenaError(f"{data_dir}: a row comes from game {key[0][:16]} (seat {key[1]}), "
                              f"which {GAMES_FILE} does not list")
-        user, assistant = row["messages"]
+        user, assistant = row["messages"][-2:]
         games[key]["rows"].append({"decision": origin["decision"], "prompt": user["content"],
                                    "action": assistant["content"]})
     for game in games.values():
