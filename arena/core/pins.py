@@ -43,13 +43,17 @@ def versions() -> dict[str, str]:
     }
 
 
+# A QLoRA snapshot's float LoRA adapter, kept beside its quantised weights (arena.train.fuse).
+ADAPTER_WEIGHTS = "adapters.safetensors"
+
+
 def model_quant(model_dir: str | Path) -> str:
-    """``none``, ``q8`` or ``q4`` (``q<bits>`` in general) from the model's config.json."""
+    """``none``, ``q8`` or ``q4`` (``q<bits>`` in general) from the model's config.json; ``+lora`` when the directory
+    also carries an unfused LoRA adapter (a quantised base with a float adapter: ``q4+lora``)."""
     config = read_model_config(model_dir)
     quant = config.get("quantization") or config.get("quantization_config")
-    if not quant:
-        return "none"
-    return f"q{quant['bits']}"
+    bits = f"q{quant['bits']}" if quant else "none"
+    return f"{bits}+lora" if (Path(model_dir) / ADAPTER_WEIGHTS).exists() else bits
 
 
 def read_model_config(model_dir: str | Path) -> dict[str, Any]:

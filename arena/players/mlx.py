@@ -12,7 +12,7 @@ import numpy as np
 from arena.core.config import as_dict
 from arena.core.errors import ArenaError
 from arena.core.hashing import digest_config, digest_dir
-from arena.core.pins import model_pin, model_quant, read_model_config, versions
+from arena.core.pins import ADAPTER_WEIGHTS, model_pin, model_quant, read_model_config, versions
 from arena.games.base import Observation
 from arena.players.base import Decision, Player
 from arena.players.config import MLXPlayerConfig
@@ -22,21 +22,28 @@ from arena.players.scoring import action_loglik, build_batch, masked_log_softmax
 __all__ = ["MLXPlayer", "load_model", "load_tokenizer", "prompt_text"]
 
 
+def _named_base(path: Path) -> str | None:
+    """The base model an adapter directory names (mlx-lm's ``adapter_config.json`` ``model``), else None."""
+    adapter_config = path / "adapter_config.json"
+    return json.loads(adapter_config.read_text()).get("model") if adapter_config.exists() else None
+
+
 def load_model(path: str | Path) -> tuple[Any, Any]:
-    """Load an mlx-lm model directory, or an adapter directory on top of the base it names."""
+    """Load an mlx-lm model directory (and the adapter a QLoRA snapshot carries), or an adapter on its named base."""
     import mlx_lm
 
     path = Path(path)
     if not path.is_dir():
         raise ArenaError(f"model directory not found: {path} (build it with `dvc repro` or check the path)")
-    adapter_config = path / "adapter_config.json"
-    if adapter_config.exists():
-        base = json.loads(adapter_config.read_text()).get("model")
-        if not base or not Path(base).is_dir():
+    base = _named_base(path)
+    if base is not None:
+        if not Path(base).is_dir():
             raise ArenaError(f"adapter {path} names base model {base!r}, which is not a local directory")
         return mlx_lm.load(base, adapter_path=str(path))
     if not (path / "config.json").exists():
         raise ArenaError(f"{path} is not an mlx-lm model directory: it has no config.json")
+    if (path / ADAPTER_WEIGHTS).exists():
+        return mlx_lm.load(str(path), adapter_path=str(path))
     return mlx_lm.load(str(path))
 
 
@@ -45,9 +52,7 @@ def load_tokenizer(path: str | Path) -> Any:
     from mlx_lm.utils import load_tokenizer as mlx_load_tokenizer
 
     path = Path(path)
-    adapter_config = path / "adapter_config.json"
-    if adapter_config.exists():
-        path = Path(json.loads(adapter_config.read_text()).get("model") or path)
+    path = Path(_named_base(path) or path)
     config = read_model_config(path)
     return mlx_load_tokenizer(path, eos_token_ids=config.get("eos_token_id"))
 
@@ -120,9 +125,8 @@ class MLXPlayer(Player):
 
     def pin(self) -> dict[str, Any]:
         config = as_dict(self.config)
-        adapter_config = self.path / "adapter_config.json"
-        if adapter_config.exists():
-            base = json.loads(adapter_config.read_text())["model"]
+        base = _named_base(self.path)
+        if base is not None:
             return {
                 "kind": "model",
                 "model_hash": digest_config({"base": digest_dir(base), "adapter": digest_dir(self.path)}),

@@ -1,4 +1,10 @@
-"""fuse@r: merge a round's trained weights (full) or LoRA adapter into a standalone, pinned model directory."""
+"""fuse@r: a round's trained weights (full) or LoRA adapter as a standalone, pinned model directory.
+
+A float model's adapter is merged into its weights. A quantised model's is not (option "keep the adapter"): merging
+means dequantise, add, re-quantise, and re-quantising rounds an update smaller than a quantisation step back to the
+old weights (mlx-lm's fuse onto a quantised base is known to drop adapters this way). Its snapshot is the quantised
+weights it was trained on plus the adapter, loaded as such (pin quant ``q4+lora``): exactly the trained policy.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,8 @@ from typing import Any
 from arena.core.artifacts import atomic_dir
 from arena.core.errors import ArenaError
 from arena.core.hashing import digest_file, digest_path
-from arena.core.pins import model_pin, write_meta
+from arena.core.pins import ADAPTER_WEIGHTS, model_pin, write_meta
+from arena.train.lora import ADAPTER_CONFIG, is_quantised, weights_digest
 
 WEIGHTS = "model.safetensors"
 # Written by a training round with no data to learn from: the round keeps the previous weights, explicitly.
@@ -18,6 +25,7 @@ NO_UPDATE = "no_update.json"
 
 
 def _copy_non_weights(source: Path, dest: Path) -> None:
+    """Config, tokenizer and template files (an adapter's config too), never meta.json or weights."""
     for item in sorted(source.iterdir()):
         if item.is_file() and item.suffix in {".json", ".jinja"} and item.name != "meta.json" \
                 and not item.name.startswith("model.safetensors"):
@@ -46,28 +54,69 @@ def _fuse_lora(previous: Path, adapter: Path, out: Path) -> None:
     save_fused(model, out / WEIGHTS)
 
 
+def _copy_weights(source: Path, dest: Path) -> None:
+    """The model's weights, and the adapter a quantised snapshot carries."""
+    for weights in sorted(source.glob("model*.safetensors")):
+        shutil.copy2(weights, dest / weights.name)
+    if (source / ADAPTER_WEIGHTS).exists():
+        shutil.copy2(source / ADAPTER_WEIGHTS, dest / ADAPTER_WEIGHTS)
+
+
+def _keep_adapter(previous: Path, adapter: Path, out: Path) -> None:
+    """A quantised snapshot: the quantised weights the adapter was trained over, and the adapter beside them."""
+    settings = json.loads((adapter / ADAPTER_CONFIG).read_text())
+    if settings.get("base_weights") != weights_digest(previous):
+        raise ArenaError(f"{adapter} was trained over other weights than {previous}'s quantised ones "
+                         f"(base_weights {str(settings.get('base_weights'))[:16]} vs "
+                         f"{weights_digest(previous)[:16]}); rerun its train step")
+    for weights in sorted(previous.glob("model*.safetensors")):
+        shutil.copy2(weights, out / weights.name)
+    shutil.copy2(adapter / ADAPTER_WEIGHTS, out / ADAPTER_WEIGHTS)
+    shutil.copy2(adapter / ADAPTER_CONFIG, out / ADAPTER_CONFIG)
+
+
+def _adapter_changes_nothing(previous: Path, snapshot: Path) -> bool:
+    """Whether a kept adapter is the previous snapshot's own, or all-zero (it would leave the policy unchanged)."""
+    import mlx.core as mx
+
+    if (previous / ADAPTER_WEIGHTS).exists() and \
+            digest_file(previous / ADAPTER_WEIGHTS) == digest_file(snapshot / ADAPTER_WEIGHTS):
+        return True
+    weights = mx.load(str(snapshot / ADAPTER_WEIGHTS))
+    return not any(bool(mx.any(value != 0).item()) for name, value in weights.items() if name.endswith("lora_b"))
+
+
+def _update_lost(previous: Path, snapshot: Path) -> bool:
+    if (snapshot / ADAPTER_WEIGHTS).exists():
+        return _adapter_changes_nothing(previous, snapshot)
+    return digest_file(snapshot / WEIGHTS) == digest_file(previous / WEIGHTS)
+
+
 def fuse_round(previous: str | Path, trained: str | Path, out_dir: str | Path) -> dict[str, Any]:
     """Write the round's snapshot: the previous snapshot's config and tokenizer with the new weights.
 
-    A round that had nothing to learn from says so in ``NO_UPDATE`` (with its reason); only then is the
-    previous snapshot carried over unchanged, and the reason is recorded in the snapshot's meta.json.
+    A LoRA adapter trained over quantised weights is kept beside them (see the module docstring); over float
+    weights it is merged. A round that had nothing to learn from says so in ``NO_UPDATE`` (with its reason);
+    only then is the previous snapshot carried over unchanged, and the reason is recorded in its meta.json.
     """
     previous, trained = Path(previous), Path(trained)
     with atomic_dir(out_dir) as tmp:
         _copy_non_weights(previous, tmp)
         unchanged = None
-        if (trained / "adapters.safetensors").exists():
+        if (trained / ADAPTER_WEIGHTS).exists() and is_quantised(previous):
+            _keep_adapter(previous, trained, tmp)
+        elif (trained / ADAPTER_WEIGHTS).exists():
             _fuse_lora(previous, trained, tmp)
         elif (trained / "weights.safetensors").exists():
             shutil.copy2(trained / "weights.safetensors", tmp / WEIGHTS)
         elif (trained / NO_UPDATE).exists():
             unchanged = json.loads((trained / NO_UPDATE).read_text())["reason"]
-            shutil.copy2(previous / WEIGHTS, tmp / WEIGHTS)
+            _copy_weights(previous, tmp)
         else:
             raise ArenaError(f"{trained} holds neither adapters.safetensors nor weights.safetensors "
                              f"nor {NO_UPDATE}; rerun train")
         # Known upstream failure mode: a fuse that silently drops the update leaves the old weights.
-        if unchanged is None and digest_file(tmp / WEIGHTS) == digest_file(previous / WEIGHTS):
+        if unchanged is None and _update_lost(previous, tmp):
             raise ArenaError(f"fusing {trained} into {previous} left the weights unchanged; the update was lost")
         return write_meta(tmp, inputs={"previous": digest_path(previous), "trained": digest_path(trained)},
                           config={"unchanged": unchanged} if unchanged else None, pin=model_pin(tmp))
@@ -78,6 +127,5 @@ def copy_snapshot(source: str | Path, out_dir: str | Path) -> dict[str, Any]:
     source = Path(source)
     with atomic_dir(out_dir) as tmp:
         _copy_non_weights(source, tmp)
-        for weights in sorted(source.glob("model*.safetensors")):
-            shutil.copy2(weights, tmp / weights.name)
+        _copy_weights(source, tmp)
         return write_meta(tmp, inputs={"base": digest_path(source)}, pin=model_pin(tmp))

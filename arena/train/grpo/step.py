@@ -24,7 +24,7 @@ from arena.players.config import sampling_config
 from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig, TrainConfig
 from arena.train.fuse import save_fused
-from arena.train.lora import adapter_config, attach_lora
+from arena.train.lora import adapter_config, attach_lora, check_trainable
 
 # ----------------------------------------------------------------------------------------------- training data
 
@@ -201,20 +201,21 @@ def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, 
 
     mx.random.seed(config.seed + round_number)
     player_config = sampling_config(selfplay)
+    check_trainable(snapshot, config)
     policy = MLXPlayer(snapshot, player_config)
     ref = MLXPlayer(reference, player_config)
     data = learner_decisions(read_shard(shard), policy.spec, config)
     keep = np.flatnonzero(~data.zero_group) if config.drop_zero_groups else np.arange(len(data.chosen))
     logp_ref = _reference_logp(ref, data, keep, selfplay.temperature)
     if config.method == "lora":
-        attach_lora(policy.model, config)
+        attach_lora(policy.model, config, snapshot)
     update = GRPOUpdate(policy, config, selfplay.temperature)
     log = _run_steps(update, data, keep, logp_ref, config, round_number, progress)
     timing = [{"step": row["step"], "tokens_per_sec": row.pop("tokens_per_sec")} for row in log if "loss" in row]
     _write_timing(round_number, timing)
     return _save_round(policy, config, out_dir, log, {
         "snapshot": digest_path(snapshot), "reference": digest_path(reference), "rollouts": digest_path(shard),
-    }, round_number)
+    }, round_number, snapshot)
 
 
 def _write_timing(round_number: int, timing: list[dict[str, float]]) -> None:
@@ -226,7 +227,7 @@ def _write_timing(round_number: int, timing: list[dict[str, float]]) -> None:
 
 
 def _save_round(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log: list[dict[str, Any]],
-                inputs: dict[str, str], round_number: int) -> dict[str, Any]:
+                inputs: dict[str, str], round_number: int, snapshot: str | Path) -> dict[str, Any]:
     import mlx.core as mx
     from mlx.utils import tree_flatten
 
@@ -241,7 +242,7 @@ def _save_round(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log
         if config.method == "lora":
             weights = dict(sorted(tree_flatten(policy.model.trainable_parameters())))
             mx.save_safetensors(str(tmp / "adapters.safetensors"), weights)
-            (tmp / "adapter_config.json").write_text(dump_json(adapter_config(config)))
+            (tmp / "adapter_config.json").write_text(dump_json(adapter_config(config, snapshot)))
         else:
             save_fused(policy.model, tmp / "weights.safetensors")
         (tmp / "train_log.jsonl").write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in log))

@@ -27,7 +27,7 @@ from arena.core.pins import write_meta
 from arena.play.records import read_shard
 from arena.train.config import RestConfig
 from arena.train.curriculum import CURRICULUM_FILE
-from arena.train.lora import adapter_config, attach_lora
+from arena.train.lora import adapter_config, attach_lora, is_quantised
 from arena.train.rest.winset import (
     DATA_DIR,
     audit,
@@ -62,15 +62,17 @@ class _LossLog:
 
 
 def _lora_model(init: str | Path, config: RestConfig, seed: int) -> tuple[Any, Any]:
-    """The model at ``init`` (and its tokenizer), frozen, with fresh LoRA layers drawn from MLX's RNG at ``seed``."""
+    """The model at ``init`` (and its tokenizer), frozen, with fresh LoRA layers drawn from MLX's RNG at ``seed``
+    (or, on a QLoRA snapshot, the adapter it carries)."""
     import mlx.core as mx
-    import mlx_lm
 
-    model, tokenizer = mlx_lm.load(str(init))
+    from arena.players.mlx import load_model
+
+    model, tokenizer = load_model(init)
     mx.random.seed(seed)
     require(config.lora_layers <= len(model.layers), "rest.lora_layers", config.lora_layers,
             f"must be <= the model's {len(model.layers)} layers")
-    attach_lora(model, config)
+    attach_lora(model, config, init)
     return model, tokenizer
 
 
@@ -150,7 +152,7 @@ def sft(init: str | Path, rows: Sequence[Mapping[str, Any]], config: RestConfig,
     sink = contextlib.nullcontext() if progress else contextlib.redirect_stdout(io.StringIO())
     with _numpy_seeded(seed), sink:
         train(model, optim.Adam(learning_rate=config.lr), dataset, None, args, training_callback=log)
-    (adapter_dir / "adapter_config.json").write_text(dump_json(adapter_config(config)))
+    (adapter_dir / "adapter_config.json").write_text(dump_json(adapter_config(config, init)))
     return model, log.rows
 
 
@@ -214,6 +216,10 @@ def _learn(tmp: Path, snapshot: str | Path, base: str | Path, win_set: _WinSet, 
         print(reason, file=sys.stderr)
         (tmp / NO_UPDATE).write_text(dump_json({"reason": reason}))
         return [], {}
+    if config.init == "base" and is_quantised(base):
+        # QLoRA: the adapter stays an adapter (fuse@r keeps it beside the quantised weights it was trained over).
+        _, log = sft(base, win_set.rows, config, round_number, tmp, progress)
+        return log, {"base": digest_path(base)}
     if config.init == "base":
         inputs = {"base": digest_path(base)}
         (tmp / "lora").mkdir()
@@ -231,7 +237,8 @@ def train_rest_round(snapshot: str | Path, base: str | Path, rollouts: str | Pat
 
     With ``init: base`` the adapter belongs to the base model, so the fused weights are written
     (``weights.safetensors``, which fuse@r copies) and the adapter is kept under ``lora/``; with
-    ``init: previous`` the adapter itself is written for fuse@r to merge into the previous snapshot.
+    ``init: previous`` the adapter itself is written for fuse@r to merge into the previous snapshot. On a
+    quantised base (QLoRA) the adapter is always written as such, and fuse@r keeps it beside the quantised weights.
     With no win at all (none this round and none to replay) nothing can be learned: the round writes
     ``no_update.json`` with the reason, and fuse@r carries the previous weights over, saying so in its meta.
     """
