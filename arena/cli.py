@@ -324,6 +324,20 @@ def check_params(path: str) -> None:
     click.echo(f"{path}: ok")
 
 
+@main.command()
+@click.argument("preset", type=click.Path())
+@click.option("--params", default="params.yaml", show_default=True, type=click.Path(), help="the params it applies to")
+def preset(preset: str, params: str) -> None:
+    """Check PRESET (dotted-key overrides) applied to --params, and print its `dvc exp run -S` flags.
+
+    Use: dvc exp run -n NAME $(arena preset presets/standin.yaml)
+    """
+    from arena.core.config import load_params
+    from arena.pipeline.presets import checked_flags
+
+    click.echo(checked_flags(preset, load_params(params)))
+
+
 @main.command("check-artifacts")
 @click.option("--artifacts", "artifacts_dir", default="artifacts", show_default=True, type=click.Path())
 @click.option("--dvc-cache", default=".dvc/cache", show_default=True, type=click.Path())

@@ -7,6 +7,7 @@ the artifacts the previous steps wrote.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from arena.train.config import CurriculumConfig, PoolConfig, RestConfig, SelfPla
 from arena.train.fuse import copy_snapshot, fuse_round
 from arena.train.grpo.rollouts import play_round
 from arena.train.grpo.step import train_round
+from arena.train.memory import PASS_TOKENS, memory_note
 from arena.train.pool import build_pool
 from arena.train.rest.sample import sample_round
 from arena.train.rest.sft import empty_win_set, round_metrics, train_rest_round
@@ -94,10 +96,20 @@ def _train(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
                 config, paths.trained(n))
 
 
+def _memory(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
+    """The stage log's memory estimate for the snapshot this round trains (arena.train.memory)."""
+    config = load_section(RestConfig, "rest", params) if loop == "rest" else load_section(TrainConfig, "train", params)
+    tokens = getattr(config, "max_batch_tokens", PASS_TOKENS)
+    lora = loop == "rest" or config.method == "lora"
+    note = memory_note(paths.snapshot(paths.prev), tokens, config.lora_layers if lora else 0, config.lora_rank)
+    print(f"round {paths.n}: {note}", file=sys.stderr)
+
+
 def round_n(paths: RoundPaths, params: Mapping[str, Any]) -> None:
     """round@rN: rollouts from snapshot ``prev``, training, the fused snapshot N, its pool, its evaluation."""
     loop = check_loop(params)
     n, prev = paths.n, paths.prev
+    _memory(paths, params, loop)
     _rollouts(paths, params, loop)
     _train(paths, params, loop)
     fuse_round(paths.snapshot(prev), paths.trained(n), paths.snapshot(n))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from arena.core.artifacts import atomic_dir, atomic_write_json
 from arena.core.config import ConfigError, as_dict
 from arena.core.pins import PinError, model_pin, read_model_config, write_meta
 from arena.train.config import QUANTS, BaseConfig
+from arena.train.memory import memory_note
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
@@ -185,6 +187,7 @@ def build_base(config: BaseConfig, out_dir: str | Path) -> dict[str, Any]:
         shutil.rmtree(tmp / "quantised", ignore_errors=True)
         _normalise_config(tmp)
         meta = write_meta(tmp, inputs=inputs, config=as_dict(config), pin=model_pin(tmp))
+    print(f"base: {memory_note(out_dir)}", file=sys.stderr)
     return meta
 
 

@@ -1,0 +1,40 @@
+"""Memory estimates from config.json: parameter counts and weight bytes match real models, the stage log says it."""
+
+import json
+
+import pytest
+
+from arena.train.memory import memory_note, memory_report
+
+# mlx-community/Qwen3-4B-4bit's config.json shapes (the model itself is not needed: only its shapes count).
+QWEN3_4B_4BIT = {"num_hidden_layers": 36, "hidden_size": 2560, "num_attention_heads": 32, "num_key_value_heads": 8,
+                 "head_dim": 128, "intermediate_size": 9728, "vocab_size": 151936, "tie_word_embeddings": True,
+                 "torch_dtype": "bfloat16", "quantization": {"bits": 4, "group_size": 64}}
+
+
+def test_qwen3_4b_counts_four_billion_parameters_in_2_26_gb():
+    report = memory_report(QWEN3_4B_4BIT, tokens=1024, lora_layers=16, lora_rank=8)
+    assert report["parameters_millions"] == pytest.approx(4022.5, abs=0.1)
+    assert report["weights_gb"] == pytest.approx(2.263, abs=0.001)
+    assert report["scoring_pass_gb"] == pytest.approx(1024 * 8 * 151936 / 1e9)
+    # Rank 8 on q, k, v, o, gate, up, down of 16 layers: 8 x 57,344 per layer; float32 x (weights, grads, 2 moments).
+    assert report["training_state_gb"] == pytest.approx(16 * 8 * 57344 * 16 / 1e9)
+
+
+def test_estimates_match_the_built_models(standin_dir, standin_q4_dir, base_model_dir):
+    import mlx_lm
+    from mlx_lm.utils import get_total_parameters
+
+    for model_dir in (standin_dir, base_model_dir):
+        model, _ = mlx_lm.load(str(model_dir))
+        config = json.loads((model_dir / "config.json").read_text())
+        assert memory_report(config, 1)["parameters_millions"] * 1e6 == pytest.approx(get_total_parameters(model),
+                                                                                    rel=1e-3)
+    for model_dir in (standin_dir, standin_q4_dir):
+        size = (model_dir / "model.safetensors").stat().st_size
+        config = json.loads((model_dir / "config.json").read_text())
+        # The safetensors JSON header (a few KB of tensor names) is the rest.
+        assert memory_report(config, 1)["weights_gb"] * 1e9 == pytest.approx(size, rel=0.02, abs=8000)
+    assert "q4" in memory_note(standin_q4_dir, 4096, 4, 8) and "LoRA training state" in memory_note(
+        standin_q4_dir, 4096, 4, 8)
+    assert "full training state" in memory_note(standin_dir)
