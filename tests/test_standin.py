@@ -4,8 +4,10 @@ GRPO/ReST rounds with QLoRA on its q4 version on the full view, through the real
 import json
 
 import pytest
+from conftest import STANDIN_SMALL
+from repo_copy import ROOT, small_params
 
-from arena.core.config import load_params, load_section
+from arena.core.config import ConfigError, load_params, load_section
 from arena.core.hashing import digest_dir
 from arena.core.pins import model_quant
 from arena.pipeline.params import validate_all
@@ -13,13 +15,11 @@ from arena.pipeline.presets import apply_preset, checked_flags, load_preset
 from arena.pipeline.rounds import RoundPaths, round_n, round_zero
 from arena.train.basemodel import build_base
 from arena.train.config import BaseConfig
-from tests.conftest import STANDIN_SMALL
-from tests.repo_copy import ROOT, small_params
 
 PRESET = ROOT / "presets" / "standin.yaml"
 # The rounds below run the preset's shapes at a 4,096-token vocabulary: on this CPU, MLX's 4-bit matmul for a
 # 151,936 x 256 output head is ~30x slower than float BLAS (70 s vs 2.2 s for 4 x 290 tokens), and today's scoring
-# computes the head at every position, so round 0's full-view evaluation alone took 674 s at 151,936.
+# computes the head at every position, so round 0 (pool + full-view evaluation) took 674 s at 151,936.
 ROUND_VOCAB = 4096
 
 
@@ -42,6 +42,18 @@ def test_the_preset_validates_and_prints_dvc_flags():
     flags = checked_flags(PRESET, params)
     assert "-S base.source=standin" in flags and "-S base.vocab_size=151936" in flags
     assert "-S train.method=lora" in flags and "-S selfplay.view=full" in flags
+    qwen = checked_flags(ROOT / "presets" / "qwen3-4b-4bit.yaml", params)
+    assert "-S 'base.source=~/models/Qwen3-4B-4bit'" in qwen and "-S selfplay.enable_thinking=false" in qwen
+
+
+def test_a_bad_preset_names_the_key(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("base.quant: q3\n")
+    with pytest.raises(ConfigError, match=r"preset .* is invalid: base.quant = 'q3'"):
+        checked_flags(bad, load_params(ROOT / "params.yaml"))
+    bad.write_text("quant: q4\n")
+    with pytest.raises(ConfigError, match="must be dotted"):
+        load_preset(bad)
 
 
 @pytest.mark.slow
