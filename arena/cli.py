@@ -237,6 +237,26 @@ def policy(model_dir, game, temperature, view, as_json) -> None:
     click.echo(f"exploitability: {_theory(game).exploitability(table):.4f}", err=True)
 
 
+@main.command("exact")
+@click.argument("model_dir", type=click.Path())
+@click.option("--game", required=True, type=click.Choice(["kuhn", "leduc", "tictactoe", "nim"]))
+@click.option("--variant", multiple=True, help="game variant key=value (repeatable), e.g. piles=[3,4,5]")
+@click.option("--view", default="compact", show_default=True, type=click.Choice(["compact", "full"]))
+def exact(model_dir, game, variant, view) -> None:
+    """Print MODEL_DIR's exact skill measures on GAME as JSON, as each round's evaluation records them.
+
+    Kuhn and Leduc: exploitability. TicTacToe: mass on minimax-optimal moves over all 4,520 positions and the
+    exact chance of losing to minimax from each seat. Nim: winning-move mass on seen and held-out piles.
+    """
+    from arena.eval.exact import exact_metrics
+    from arena.players.config import MLXPlayerConfig
+    from arena.players.mlx import MLXPlayer
+
+    metrics = exact_metrics(MLXPlayer(model_dir, MLXPlayerConfig(view=view)), game, _variant(variant))
+    metrics.pop("policy", None)
+    click.echo(json.dumps(metrics, indent=2, sort_keys=True))
+
+
 def _theory(game: str):
     """The exact-theory module of a game (kuhn or leduc)."""
     from arena.games import kuhn_theory, leduc_theory

@@ -39,7 +39,7 @@ def test_tictactoe_positions_and_optimal_moves():
 @pytest.mark.parametrize("seat", [0, 1])
 def test_exact_loss_probability_matches_real_games_against_the_oracle(seat):
     """The exact chance that uniform play loses to minimax lies inside the interval of real games' loss rate."""
-    games = 2000
+    games = 1000
     random, oracle = make_scripted("random"), make_scripted("oracle")
     schedule = [slot for slot in duplicate_schedule(range(7_000_000, 7_000_000 + games), 2 * games)
                 if slot.first_seat == seat]
