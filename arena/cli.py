@@ -348,7 +348,7 @@ def deps(files: bool) -> None:
 
     for script in stage_scripts():
         entry = manifest(script)
-        rooms = sorted({path.split("/")[1] if path.startswith("arena/") else "stages" for path in entry["files"]})
+        rooms = sorted({path.split("/")[1] for path in entry["files"] if path.count("/") >= 2})
         click.echo(f"{script}: {len(entry['files'])} files, code digest {entry['code_digest'][:16]} "
                    f"({', '.join(rooms)})")
         if files:
