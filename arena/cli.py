@@ -165,19 +165,12 @@ def replay(shards) -> None:
 @click.option("--variant", multiple=True, help="game variant key=value (repeatable)")
 @_thinking
 def prompt(game, model_dir, view, seed, variant, thinking) -> None:
-    """Print the prompt MODEL_DIR is shown at GAME's first move, with the token counts of it and each legal action.
-
-    Only the tokenizer is loaded: the prompt is rendered with the model's own chat template, and each action is
-    counted as the tokens it is scored as (full view: the template's assistant reply through its end-of-turn token).
-    """
-    from arena.games.registry import make_game
+    """Print the prompt MODEL_DIR is shown at GAME's first move (its own chat template; only the tokenizer is loaded)
+    and the token counts of it and of each legal action as scored (full view: the reply through end of turn)."""
     from arena.players.mlx import load_tokenizer
-    from arena.players.prompts import prompt_report
+    from arena.players.prompts import first_observation, prompt_report
 
-    try:
-        observation = make_game(game, seed, _variant(variant)).observation()
-    except ValueError as error:
-        raise ArenaError(f"--variant: {error}") from None
+    observation = first_observation(game, seed, _variant(variant))
     click.echo(prompt_report(load_tokenizer(model_dir), observation, view, thinking))
 
 
@@ -273,6 +266,28 @@ def policy(model_dir, game, temperature, view, thinking, as_json) -> None:
     click.echo(f"exploitability: {_theory(game).exploitability(table):.4f}", err=True)
 
 
+@main.command("exact")
+@click.argument("model_dir", type=click.Path())
+@click.option("--game", required=True, type=click.Choice(["kuhn", "leduc", "tictactoe", "nim"]))
+@click.option("--variant", multiple=True, help="game variant key=value (repeatable), e.g. piles=[3,4,5]")
+@click.option("--view", default="compact", show_default=True, type=click.Choice(["compact", "full"]))
+@_thinking
+def exact(model_dir, game, variant, view, thinking) -> None:
+    """Print MODEL_DIR's exact skill measures on GAME as JSON, as each round's evaluation records them.
+
+    Kuhn and Leduc: exploitability. TicTacToe: mass on minimax-optimal moves over all 4,520 positions and the
+    exact chance of losing to minimax from each seat. Nim: winning-move mass on seen and held-out piles.
+    """
+    from arena.eval.exact import exact_metrics
+    from arena.players.config import MLXPlayerConfig
+    from arena.players.mlx import MLXPlayer
+
+    config = MLXPlayerConfig(view=view, enable_thinking=thinking)
+    metrics = exact_metrics(MLXPlayer(model_dir, config), game, _variant(variant))
+    metrics.pop("policy", None)
+    click.echo(json.dumps(metrics, indent=2, sort_keys=True))
+
+
 def _theory(game: str):
     """The exact-theory module of a game (kuhn or leduc)."""
     from arena.games import kuhn_theory, leduc_theory
@@ -328,10 +343,7 @@ def check_params(path: str) -> None:
 @click.argument("preset", type=click.Path())
 @click.option("--params", default="params.yaml", show_default=True, type=click.Path(), help="the params it applies to")
 def preset(preset: str, params: str) -> None:
-    """Check PRESET (dotted-key overrides) applied to --params, and print its `dvc exp run -S` flags.
-
-    Use: dvc exp run -n NAME $(arena preset presets/standin.yaml)
-    """
+    """Check PRESET (dotted-key overrides) on --params; print its flags: dvc exp run -n NAME $(arena preset FILE)"""
     from arena.core.config import load_params
     from arena.pipeline.presets import checked_flags
 
@@ -378,7 +390,7 @@ def deps(files: bool) -> None:
 
     for script in stage_scripts():
         entry = manifest(script)
-        rooms = sorted({path.split("/")[1] if path.startswith("arena/") else "stages" for path in entry["files"]})
+        rooms = sorted({path.split("/")[1] for path in entry["files"] if path.count("/") >= 2})
         click.echo(f"{script}: {len(entry['files'])} files, code digest {entry['code_digest'][:16]} "
                    f"({', '.join(rooms)})")
         if files:

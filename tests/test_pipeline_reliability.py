@@ -166,19 +166,20 @@ def test_killed_builds_resume_to_byte_identical_artifacts(reference, params, tmp
 
     # 1. Mid-work: halfway through the rollout stage (by its duration in the reference build).
     rollouts = repo / "artifacts/rollouts/base/shard-0"
-    _kill_mid_work(repo, tmp_path / "kill-rollouts.log", "shards@0", "stages/rollouts.py",
-                   0.5 * reference["watcher"].duration("stages/rollouts.py"))
+    _kill_mid_work(repo, tmp_path / "kill-rollouts.log", "shards@0", "stages/shards.py",
+                   0.5 * reference["watcher"].duration("stages/shards.py"))
     assert not rollouts.exists()
     _assert_no_partial_outputs(repo, ref_repo, outs)
 
-    # 2. Mid-write: the training stage frozen while its output directory is being filled.
+    # 2. Mid-write: the round stage frozen while its training output directory is being filled.
     adapters = repo / "artifacts/adapters/r1"
-    caught = _kill_mid_write(repo, tmp_path / "kill-train-0.log", "train@r1", "stages/train.py", adapters, "repro")
+    caught = _kill_mid_write(repo, tmp_path / "kill-train-0.log", "round@r1", "stages/round.py --round 1", adapters,
+                             "repro")
     for attempt in range(1, 3):
         if caught:
             break
-        caught = _kill_mid_write(repo, tmp_path / f"kill-train-{attempt}.log", "train@r1", "stages/train.py",
-                                 adapters, "repro", "--force", "--single-item", "train@r1")
+        caught = _kill_mid_write(repo, tmp_path / f"kill-train-{attempt}.log", "round@r1", "stages/round.py --round 1",
+                                 adapters, "repro", "--force", "--single-item", "round@r1")
     assert caught, "three training runs finished writing before a 1 ms poll saw their temporary"
     assert not adapters.exists() and temporaries(adapters.parent)
     _assert_no_partial_outputs(repo, ref_repo, outs)
@@ -244,17 +245,17 @@ def test_a_corrupt_cache_object_is_caught_by_arena_verify_and_rebuilt(reference,
 
 def test_two_overlapping_repros_one_fails_on_the_lock(reference, params, tmp_path):
     repo = clone_built(reference["repo"], tmp_path / "repo")
-    # Another training seed: the round's train, fuse, pool and eval stages must run again.
+    # Another training seed: the round stage must run again.
     changed = {**params, "train": {**params["train"], "seed": 1}}
     (repo / "params.yaml").write_text(yaml.safe_dump(changed, sort_keys=False))
     first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
     first = start_dvc(repo, _env(repo), first_log, "repro")
     try:
         deadline = time.monotonic() + 120
-        while "Running stage 'train@r1'" not in first_log.read_text():
+        while "Running stage 'round@r1'" not in first_log.read_text():
             assert first.poll() is None and time.monotonic() < deadline, first_log.read_text()[-3000:]
             time.sleep(0.02)
-        second = start_dvc(repo, _env(repo), second_log, "repro", "eval@r1")
+        second = start_dvc(repo, _env(repo), second_log, "repro", "tournament")
         assert _wait(second, 60) != 0
     finally:
         code = _wait(first)

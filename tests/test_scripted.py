@@ -13,7 +13,9 @@ from gameplay import play_game
 
 from arena.games.base import Observation
 from arena.games.kuhn_theory import expected_value, nash_policy, uniform_policy
+from arena.games.nim_theory import nim_move
 from arena.games.registry import GAMES, make_game
+from arena.games.tictactoe_theory import ttt_best_move
 from arena.players.scripted import (
     SCRIPTED,
     FirstPlayer,
@@ -23,8 +25,6 @@ from arena.players.scripted import (
     StallerPlayer,
     liarsdice_choice,
     make_scripted,
-    nim_move,
-    ttt_best_move,
 )
 
 RANDOM = RandomPlayer()

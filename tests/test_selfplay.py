@@ -108,3 +108,28 @@ def test_bad_hyperparameters_name_the_key(cls, section, values, pattern):
     with pytest.raises(ConfigError, match=pattern):
         from_mapping(cls, values, section)
 
+
+
+def test_a_round_on_several_games_groups_each_games_deals_apart(round_zero, tmp_path):
+    """selfplay.mix: one model, several games in one round; a deal's group never mixes two games."""
+    config = SelfPlayConfig(deals_per_round=4, group_size=2, mix=({"id": "nim", "variant": {"piles": [1, 2]}},))
+    play_round(round_zero / "snap0", round_zero / "pool0", config, SeedsConfig(), 1, tmp_path / "roll", progress=False)
+    records = [json.loads(line) for line in (tmp_path / "roll" / "games.jsonl").read_text().splitlines()]
+    assert [r["game_id"] for r in records] == ["kuhn"] * 8 + ["nim"] * 8
+    seeds = {game: {r["seed"] for r in records if r["game_id"] == game} for game in ("kuhn", "nim")}
+    assert seeds["kuhn"] == seeds["nim"]
+    data = learner_decisions(records, f"mlx:{(round_zero / 'snap0').as_posix()}", TrainConfig())
+    assert {o.game_id for o in data.observations} == {"kuhn", "nim"}
+    summary = train_round(round_zero / "snap0", round_zero / "base", tmp_path / "roll", 1, config,
+                          TrainConfig(steps=1, batch_size=32), tmp_path / "trained", progress=False)
+    assert summary["steps"] == 1
+
+
+@pytest.mark.parametrize("game, variant", [("tictactoe", {}), ("nim", {"piles": [2, 3]}), ("liarsdice", {"dice": 1}),
+                                           ("leduc", {})])
+def test_grpo_rounds_run_on_every_game(round_zero, tmp_path, game, variant):
+    config = SelfPlayConfig(game=game, variant=variant, deals_per_round=4, group_size=2)
+    play_round(round_zero / "snap0", round_zero / "pool0", config, SeedsConfig(), 1, tmp_path / "roll", progress=False)
+    summary = train_round(round_zero / "snap0", round_zero / "base", tmp_path / "roll", 1, config,
+                          TrainConfig(steps=1, batch_size=16), tmp_path / "trained", progress=False)
+    assert summary["steps"] == 1

@@ -1,5 +1,5 @@
-"""Per-round evaluation: a snapshot against fixed baselines on held-out deals (each from both seats), plus, for Kuhn,
-the exact expected chips per hand against each baseline and the exact exploitability, computed from the policy."""
+"""Per-round evaluation: a snapshot against fixed baselines on held-out deals (each from both seats), each game's
+exact measures of the policy (arena.eval.exact), and for Kuhn the exact expected chips against each baseline."""
 
 from __future__ import annotations
 
@@ -11,14 +11,15 @@ from typing import Any
 from arena.core.artifacts import atomic_write_json
 from arena.core.config import require
 from arena.core.seeds import check_seed_ranges
-from arena.eval.config import EvalConfig, RoundEvalConfig
+from arena.eval.config import EvalConfig, GameEntry, RoundEvalConfig
+from arena.eval.exact import exact_metrics
 from arena.games.kuhn_theory import chips_per_hand, exploitability
 from arena.play.match import duplicate_schedule, play_match
 from arena.play.stats import summarize_match
 from arena.players.build import make_player
 from arena.players.config import sampling_config
 from arena.players.mlx import MLXPlayer
-from arena.players.policy import model_policy, scripted_kuhn_policy
+from arena.players.policy import scripted_kuhn_policy
 from arena.train.pool import load_pool, pool_average_policy
 
 
@@ -55,6 +56,16 @@ def _kuhn_columns(records: Sequence[Mapping[str, Any]], spec: str, opponent: str
     return {"chips_per_hand": mean, "chips_low": low, "chips_high": high, "exact_chips_per_hand": exact}
 
 
+def _exact_columns(exact: Sequence[tuple[GameEntry, Mapping[str, Any]]]) -> dict[str, Any]:
+    """Each game's exact measures under ``exact.<game label>``; Kuhn's exploitability also at the top level."""
+    columns: dict[str, Any] = {"exact": {game.label: {k: v for k, v in m.items() if k != "policy"}
+                                         for game, m in exact}}
+    kuhn = [m for game, m in exact if game.game_id == "kuhn"]
+    if kuhn:
+        columns["exploitability"] = kuhn[0]["exploitability"]
+    return columns
+
+
 def evaluate_round(snapshot: str | Path, pool_file: str | Path | None, round_number: int, config: RoundEvalConfig,
                    eval_config: EvalConfig, reserved: list[range], out_file: str | Path,
                    extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -70,7 +81,9 @@ def evaluate_round(snapshot: str | Path, pool_file: str | Path | None, round_num
     player = MLXPlayer(snapshot, sampling_config(config))
     schedule = duplicate_schedule(seeds, config.games)
     result: dict[str, Any] = {"round": round_number, "snapshot": player.spec, "model_hash": player.pin()["model_hash"]}
-    policy = model_policy(player) if any(game.game_id == "kuhn" for game in eval_config.games) else None
+    exact = [(game, metrics) for game in eval_config.games
+             if (metrics := exact_metrics(player, game.game_id, game.variant)) is not None]
+    policy = next((m["policy"] for game, m in exact if game.game_id == "kuhn"), None)
     for game in eval_config.games:
         for spec in config.opponents:
             records = play_match(game.game_id, (player, make_player(spec)), schedule, variant=game.variant)
@@ -78,8 +91,8 @@ def evaluate_round(snapshot: str | Path, pool_file: str | Path | None, round_num
             if game.game_id == "kuhn":
                 row.update(_kuhn_columns(records, player.spec, spec, policy))
             result[f"{game.label}_vs_{spec}"] = row
+    result.update(_exact_columns(exact))
     if policy is not None:
-        result["exploitability"] = round(exploitability(policy), 6)
         result["kuhn_policy"] = policy
         if pool_file is not None:
             average = pool_average_policy(load_pool(pool_file))

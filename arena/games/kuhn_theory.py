@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from itertools import permutations
@@ -10,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from arena.games.policy_files import PolicyError, read_policy_file
 
 # Standard Kuhn poker: three cards, ante 1 each, one bet of 1. Cards are ranks J=0 < Q=1 < K=2.
 CARDS: tuple[int, ...] = (0, 1, 2)
@@ -30,10 +31,6 @@ DEALS: tuple[tuple[int, int], ...] = tuple(permutations(CARDS, 2))
 NASH_FIRST_PLAYER_VALUE = -1.0 / 18.0
 
 Policy = Mapping[str, float]
-
-
-class PolicyError(ValueError):
-    """A policy table is malformed (wrong info sets, or probabilities that are not in [0, 1])."""
 
 
 def player_of(info_set: str) -> int:
@@ -101,14 +98,7 @@ def validate_policy(raw: Any, *, source: str = "policy") -> dict[str, float]:
 
 def load_policy(path: str | Path) -> dict[str, float]:
     """Read and validate a policy JSON file (an object: info set -> probability of ``b``)."""
-    path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise PolicyError(f"policy file {str(path)!r} does not exist") from error
-    except json.JSONDecodeError as error:
-        raise PolicyError(f"policy file {str(path)!r} is not valid JSON: {error}") from error
-    return validate_policy(raw, source=str(path))
+    return validate_policy(read_policy_file(path), source=str(path))
 
 
 def policy_to_array(policy: Policy) -> np.ndarray:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -12,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from arena.games.policy_files import PolicyError, read_policy_file
 
 # OpenSpiel's standard rules: cards 0..5, rank = card // 2 (J, Q, K in two suits), ante 1, raises of 2 then
 # 4, at most 2 raises (the first bet counts) per round, player 0 acts first in both rounds.
@@ -33,10 +34,6 @@ UNIFORM_NASH_CONV = 4.747222222222222
 
 History = tuple[tuple[int, ...], tuple[int, ...]]  # the action ids of round 1 and of round 2
 Policy = Mapping[str, Mapping[str, float]]  # info-state string -> {action name: probability} over legal actions
-
-
-class PolicyError(ValueError):
-    """A Leduc policy table is malformed (wrong info states or actions, or not a distribution)."""
 
 
 def rank(card: int) -> int:
@@ -284,14 +281,7 @@ def as_array(policy: Policy | np.ndarray) -> np.ndarray:
 
 def load_policy(path: str | Path) -> np.ndarray:
     """Read and validate a Leduc policy JSON file ({info state: {action: probability}})."""
-    path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise PolicyError(f"policy file {str(path)!r} does not exist") from error
-    except json.JSONDecodeError as error:
-        raise PolicyError(f"policy file {str(path)!r} is not valid JSON: {error}") from error
-    return validate_policy(raw, source=str(path))
+    return validate_policy(read_policy_file(path), source=str(path))
 
 
 def action_probabilities(first: np.ndarray, second: np.ndarray | None = None) -> np.ndarray:

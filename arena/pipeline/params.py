@@ -154,6 +154,9 @@ def _load(name: str, loader: Callable[[Mapping[str, Any]], Any], params: Mapping
     if isinstance(raw, Mapping):
         if "game" in raw:
             check_game(f"{name}.game", raw["game"], raw.get("variant", {}))
+        for index, entry in enumerate(raw.get("mix") or ()):
+            if isinstance(entry, Mapping):
+                check_game(f"{name}.mix[{index}].id", entry.get("id"), entry.get("variant", {}))
         _check_players(name, raw)
     try:
         return loader(params)

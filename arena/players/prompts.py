@@ -145,6 +145,16 @@ class ChatPrompts:
         return self._actions[action]
 
 
+def first_observation(game_id: str, seed: int, variant: Mapping[str, Any]) -> Observation:
+    """The first player's observation of a fresh game (``arena prompt``); a bad variant is an ArenaError."""
+    from arena.games.registry import make_game
+
+    try:
+        return make_game(game_id, seed, variant).observation()
+    except ValueError as error:
+        raise ArenaError(f"variant {dict(variant)!r}: {error}") from None
+
+
 def prompt_report(tokenizer: Any, observation: Observation, view: str, enable_thinking: bool) -> str:
     """``arena prompt``'s text: the rendered prompt, its token count, and each legal action's scored tokens."""
     prompts = ChatPrompts(tokenizer, view, enable_thinking)

@@ -10,18 +10,18 @@ import inspect
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from functools import cache
 from typing import Any
 
 from arena.core.hashing import digest_bytes, digest_config
 from arena.games.base import Observation
 from arena.games.kuhn_theory import nash_policy
 from arena.games.leduc_cfr import nash_digest, nash_table
+from arena.games.nim_theory import nim_move
+from arena.games.tictactoe_theory import ttt_best_move, ttt_value, ttt_winner
 from arena.players.base import Decision, Player
 from arena.players.specs import EPS_ORACLE, parse_epsilon
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
-_TTT_LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 
 
 def sample_rng(name: str, sample_key: int) -> random.Random:
@@ -109,61 +109,6 @@ def leduc_action(legal: Sequence[str], distribution: Mapping[str, float], u: flo
         if u < cumulative:
             break
     return next(action for action in legal if action in words[choice])
-
-
-def ttt_winner(board: tuple[str, ...]) -> str:
-    """'X' or 'O' if a line is complete, else ''."""
-    for a, b, c in _TTT_LINES:
-        if board[a] and board[a] == board[b] == board[c]:
-            return board[a]
-    return ""
-
-
-@cache
-def ttt_value(board: tuple[str, ...], mark: str) -> int:
-    """Minimax value for ``mark`` to move: positive wins (sooner is larger), 0 draws, negative loses."""
-    empties = [i for i, cell in enumerate(board) if cell == ""]
-    if not empties:
-        return 0
-    other = "X" if mark == "O" else "O"
-    best = -math.inf
-    for cell in empties:
-        child = board[:cell] + (mark,) + board[cell + 1 :]
-        # A win is worth more with more empty cells left, so faster wins and slower losses are preferred.
-        value = len(empties) if ttt_winner(child) == mark else -ttt_value(child, other)
-        best = max(best, value)
-        if best == len(empties):
-            break
-    return int(best)
-
-
-def ttt_best_move(board: Sequence[str], mark: str) -> int:
-    """The lowest-numbered cell among the minimax-optimal moves."""
-    board = tuple(board)
-    other = "X" if mark == "O" else "O"
-    best_cell, best_value = -1, -math.inf
-    for cell, occupant in enumerate(board):
-        if occupant:
-            continue
-        child = board[:cell] + (mark,) + board[cell + 1 :]
-        empties_before = board.count("")
-        value = empties_before if ttt_winner(child) == mark else -ttt_value(child, other)
-        if value > best_value:
-            best_cell, best_value = cell, value
-    return best_cell
-
-
-def nim_move(piles: Sequence[int]) -> tuple[int, int]:
-    """(pile, quantity): a move to nim-sum 0 when one exists; from a lost position, take 1 from the largest pile."""
-    nim_sum = 0
-    for size in piles:
-        nim_sum ^= size
-    if nim_sum:
-        for index, size in enumerate(piles):
-            if size ^ nim_sum < size:
-                return index, size - (size ^ nim_sum)
-    largest = max(range(len(piles)), key=lambda i: (piles[i], -i))
-    return largest, 1
 
 
 def binomial_tail(n: int, k: int, p: float) -> float:

@@ -9,7 +9,7 @@ from itertools import pairwise
 from typing import Any
 
 from arena.core.config import require, require_choice
-from arena.games.variants import check_game_id
+from arena.games.variants import check_game_id, game_label
 from arena.players.config import MLXPlayerConfig, sampling_config
 from arena.players.specs import SCRIPTED_NAMES
 
@@ -59,10 +59,15 @@ REFERENCES = ("base", "previous")
 
 @dataclass(frozen=True)
 class SelfPlayConfig:
-    """params.yaml ``selfplay:`` section: what each round's rollouts play."""
+    """params.yaml ``selfplay:`` section: what each round's rollouts play.
+
+    ``mix`` lists more games played every round beside ``game`` (one model, several games: each entry
+    ``{id, variant}`` gets ``deals_per_round`` deals of its own and its own advantage groups).
+    """
 
     game: str = "kuhn"
     variant: Mapping[str, Any] = field(default_factory=dict)
+    mix: tuple[Mapping[str, Any], ...] = ()
     deals_per_round: int = 1024
     group_size: int = 2
     view: str = "compact"
@@ -71,6 +76,12 @@ class SelfPlayConfig:
 
     def __post_init__(self) -> None:
         check_game_id(self.game)
+        for index, entry in enumerate(self.mix):
+            require(isinstance(entry.get("id"), str) and not set(entry) - {"id", "variant"}, f"selfplay.mix[{index}]",
+                    dict(entry), "each entry is {id: <game id>, variant: {...}}")
+        labels = [game_label(game, variant) for game, variant in self.games]
+        require(len(set(labels)) == len(labels), "selfplay.mix", list(self.mix),
+                f"lists a game twice (games: {labels}); list each (game, variant) once")
         require(self.deals_per_round >= 1, "selfplay.deals_per_round", self.deals_per_round, "must be >= 1")
         require(self.group_size >= 2 and self.group_size % 2 == 0, "selfplay.group_size", self.group_size,
                 "must be an even number >= 2 (each deal is played from both seats)")
@@ -79,8 +90,13 @@ class SelfPlayConfig:
                 "must be > 0: GRPO needs sampled moves and their log-probabilities")
 
     @property
+    def games(self) -> tuple[tuple[str, Mapping[str, Any]], ...]:
+        """(game id, variant) of every game a round plays: ``game`` first, then the ``mix``."""
+        return ((self.game, self.variant), *((entry["id"], entry.get("variant") or {}) for entry in self.mix))
+
+    @property
     def games_per_round(self) -> int:
-        return self.deals_per_round * self.group_size
+        return self.deals_per_round * self.group_size * len(self.games)
 
 
 @dataclass(frozen=True)

@@ -30,27 +30,31 @@ def selfplay_schedule(deals: range, group_size: int) -> list[Slot]:
     return [Slot(seed, k % 2, salt=k // 2) for seed in deals for k in range(group_size)]
 
 
-def play_round(snapshot: str | Path, pool_file: str | Path, config: SelfPlayConfig, seeds: SeedsConfig,
-               round_number: int, out_dir: str | Path, progress: bool = True) -> int:
-    """Rollouts@r: the snapshot plays each deal against an opponent drawn from the pool; write the shard."""
-    mlx_config = sampling_config(config)
-    learner = MLXPlayer(snapshot, mlx_config)
-    pool = load_pool(pool_file)
-    deals = round_seeds(seeds, config, round_number)
+def _play_game(learner: MLXPlayer, pool: dict[str, Any], game: str, variant: Any, deals: range, group_size: int,
+               round_number: int, cache: dict[str, Player], progress: bool) -> list[dict[str, Any]]:
+    """One game's rollouts: each deal ``group_size`` times against its pool opponent, ordered by (seed, salt, seat)."""
     opponents = sample_opponents(pool, len(deals), seed=round_number)
-    cache: dict[str, Player] = {}
     records: dict[tuple[int, int, int], dict[str, Any]] = {}
     for spec in sorted(set(opponents)):
-        if spec == learner.spec:
-            opponent = learner
-        else:
-            opponent = cache.setdefault(spec, make_player(spec, mlx_config=mlx_config))
-        mine = [d for d, s in zip(deals, opponents, strict=True) if s == spec]
-        schedule = selfplay_schedule(mine, config.group_size)
-        for slot, record in zip(schedule, play_match(config.game, (learner, opponent), schedule,
-                                                     variant=config.variant, progress=progress), strict=True):
-            records[(slot.seed, slot.salt, slot.first_seat)] = record
-    ordered = [records[key] for key in sorted(records)]
+        opponent = learner if spec == learner.spec else cache.setdefault(
+            spec, make_player(spec, mlx_config=learner.config))
+        schedule = selfplay_schedule([d for d, s in zip(deals, opponents, strict=True) if s == spec], group_size)
+        played = play_match(game, (learner, opponent), schedule, variant=variant, progress=progress)
+        records.update({(slot.seed, slot.salt, slot.first_seat): record
+                        for slot, record in zip(schedule, played, strict=True)})
+    return [records[key] for key in sorted(records)]
+
+
+def play_round(snapshot: str | Path, pool_file: str | Path, config: SelfPlayConfig, seeds: SeedsConfig,
+               round_number: int, out_dir: str | Path, progress: bool = True) -> int:
+    """Rollouts@r: the snapshot plays each deal of each game against an opponent drawn from the pool."""
+    learner = MLXPlayer(snapshot, sampling_config(config))
+    pool = load_pool(pool_file)
+    deals = round_seeds(seeds, config, round_number)
+    cache: dict[str, Player] = {}
+    ordered = [record for game, variant in config.games
+               for record in _play_game(learner, pool, game, variant, deals, config.group_size, round_number,
+                                        cache, progress)]
     with atomic_dir(out_dir) as tmp:
         count = write_shard(tmp / SHARD_FILE, ordered)
         write_meta(tmp, inputs={"snapshot": digest_path(snapshot), "pool": digest_path(pool_file)},

@@ -6,7 +6,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from arena.core.artifacts import atomic_dir, dump_json
 from arena.core.config import as_dict
-from arena.core.hashing import digest_path
+from arena.core.hashing import canonical_json, digest_path
 from arena.core.pins import write_meta
 from arena.games.base import Observation
 from arena.play.records import read_shard
@@ -59,12 +59,18 @@ def _scored_games(records: Sequence[Mapping[str, Any]], learner_spec: str,
     return games
 
 
+def _group_ids(records: Iterable[Mapping[str, Any]]) -> list[int]:
+    """A group is every game of one deal of one game (seeds repeat across the games of a mix)."""
+    keys: dict[tuple[str, str, int], int] = {}
+    return [keys.setdefault((r["game_id"], canonical_json(r["variant"]), r["seed"]), len(keys)) for r in records]
+
+
 def learner_decisions(records: Sequence[Mapping[str, Any]], learner_spec: str, config: TrainConfig) -> Decisions:
-    """The learner's decisions with group advantages (a group = every game played from one deal)."""
+    """The learner's decisions with group advantages (a group = every game played from one deal of one game)."""
     from arena.train.grpo.loss import group_advantages
 
     games = _scored_games(records, learner_spec, config)
-    grouped = group_advantages([g[2] for g in games], [g[0]["seed"] for g in games],
+    grouped = group_advantages([g[2] for g in games], _group_ids(g[0] for g in games),
                                normalise_std=config.normalise_std)
     observations, chosen, logp_old, advantages, zero, rewards = [], [], [], [], [], []
     for (record, seat, reward), advantage, flat in zip(games, grouped.advantages, grouped.zero_group, strict=True):
