@@ -22,16 +22,21 @@ VIEWS = ("compact", "full")
 
 @dataclass(frozen=True)
 class MLXPlayerConfig:
-    """How a model is prompted and sampled; part of the player's config hash."""
+    """How a model is prompted and sampled, and how much one scoring pass may hold; part of the player's config hash.
+
+    ``max_batch_tokens`` bounds each scoring pass (arena.players.scoring: padded prompt tokens, action continuations
+    with their copy of the prompt's keys and values, and output-head rows weighted by the vocabulary's size); a
+    player prints the memory it implies for its model when it loads.
+    """
 
     view: str = "compact"
     temperature: float = 1.0
-    max_rows: int = 256
+    max_batch_tokens: int = 32768
 
     def __post_init__(self) -> None:
         require_choice("player.view", self.view, VIEWS)
         require(self.temperature >= 0.0, "player.temperature", self.temperature, "must be >= 0 (0 = greedy)")
-        require(self.max_rows >= 1, "player.max_rows", self.max_rows, "must be >= 1")
+        require(self.max_batch_tokens >= 1, "player.max_batch_tokens", self.max_batch_tokens, "must be >= 1")
 
 
 @dataclass(frozen=True)

@@ -1,80 +1,288 @@
-"""Teacher-forced scoring of legal actions: every pending decision of one model in one padded forward pass."""
+"""Prefix-shared, head-only scoring of legal actions: each prompt encoded once, the output head only where read."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import mlx.core as mx
 import numpy as np
 
+from arena.core.errors import ArenaError
+
 
 @dataclass(frozen=True)
 class ScoringBatch:
-    """Rows to run through the model and where to read each action's token log-probabilities.
+    """One pass: distinct prompts (left-padded), the multi-token actions' continuations, and what to read.
 
-    Identical rows are run once (many games share a prompt, e.g. Kuhn has 12 compact prompts), and a
-    decision whose legal actions are all single tokens needs one row -- the prompt -- read at its last
-    position, instead of one row per action.
+    Phase 1 runs the distinct prompts through the transformer body once, keeping their keys and values. Phase 2
+    runs each distinct action prefix (an action less its last token) as a continuation of its prompt's cached keys
+    and values. The output head is applied only at the hidden states that predict an action token -- the prompt's
+    last position for every first token, a continuation position for the others -- each distinct one once.
     """
 
-    tokens: np.ndarray          # [rows, max_len] int32, right-padded
-    # Per scored token: (row, position whose logits predict it, token id, action index).
-    gather_row: np.ndarray
-    gather_pos: np.ndarray
-    gather_tok: np.ndarray
-    gather_action: np.ndarray
+    prompts: np.ndarray          # [P, Lp] int32, left-padded
+    prompt_pad: np.ndarray       # [P] int32, left padding of each prompt row
+    cont: np.ndarray             # [C, Lc] int32, right-padded continuation tokens (C may be 0)
+    cont_prompt: np.ndarray      # [C] int32, the prompt row each continuation extends
+    head_src: np.ndarray         # [H] int32, index into [P last states] + [C * Lc continuation states]
+    gather_head: np.ndarray      # per scored token: its head row,
+    gather_tok: np.ndarray       # the token id it must predict,
+    gather_action: np.ndarray    # and the action it belongs to
     action_offsets: tuple[int, ...]  # decision d owns actions [offsets[d], offsets[d+1])
+
+    @property
+    def tokens(self) -> int:
+        """Token positions run through the body (padding included)."""
+        return int(self.prompts.size + self.cont.size)
+
+
+class _Builder:
+    """Accumulates decisions into one ScoringBatch, deduplicating prompts, continuations and head rows.
+
+    A pass costs ``P * Lp + C * (Lp + Lc) + H * head_weight`` tokens: P padded prompt rows, C continuation rows
+    (each holding a copy of its prompt's keys and values), and H head rows, each weighing as much as
+    ``head_weight`` tokens (a vocabulary-sized row of log-probabilities; see ``head_weight``).
+    """
+
+    def __init__(self) -> None:
+        self.prompts: dict[tuple[int, ...], int] = {}
+        self.conts: dict[tuple[int, tuple[int, ...]], int] = {}
+        self.heads: dict[tuple[int, tuple[int, ...]], int] = {}
+        self.head_src: list[tuple[int, int]] = []  # (-1, prompt row) or (continuation row, position)
+        self.scored: list[tuple[int, int, int]] = []  # (head row, token, action)
+        self.offsets = [0]
+        self.lp = self.lc = 0
+
+    def cost_with(self, prompt: tuple[int, ...], legal: Sequence[tuple[int, ...]], head_weight: int) -> int:
+        """The pass's cost in tokens if this decision were added; nothing is changed."""
+        row = self.prompts.get(prompt, -1)
+        new_conts = {a[:-1] for a in legal if len(a) > 1 and (row, a[:-1]) not in self.conts}
+        new_heads = {a[:i] for a in legal for i in range(len(a)) if (row, a[:i]) not in self.heads}
+        n_prompts = len(self.prompts) + (row < 0)
+        n_conts = len(self.conts) + len(new_conts)
+        lp = max(self.lp, len(prompt))
+        lc = max([self.lc, *map(len, new_conts)])
+        return n_prompts * lp + n_conts * (lp + lc) + (len(self.heads) + len(new_heads)) * head_weight
+
+    def add(self, prompt: tuple[int, ...], legal: Sequence[tuple[int, ...]]) -> None:
+        row = self.prompts.setdefault(prompt, len(self.prompts))
+        self.lp = max(self.lp, len(prompt))
+        index = self.offsets[-1]
+        for action in legal:
+            cont = -1
+            if len(action) > 1:
+                cont = self.conts.setdefault((row, action[:-1]), len(self.conts))
+                self.lc = max(self.lc, len(action) - 1)
+            for i, token in enumerate(action):
+                key = (row, action[:i])
+                if key not in self.heads:
+                    self.heads[key] = len(self.head_src)
+                    self.head_src.append((-1, row) if i == 0 else (cont, i - 1))
+                self.scored.append((self.heads[key], token, index))
+            index += 1
+        self.offsets.append(index)
+
+    def build(self, pad_id: int) -> ScoringBatch:
+        lp, lc = self.lp, self.lc
+        prompts = np.full((len(self.prompts), lp), pad_id, dtype=np.int32)
+        pad = np.zeros(len(self.prompts), dtype=np.int32)
+        for seq, row in self.prompts.items():
+            prompts[row, lp - len(seq):] = seq
+            pad[row] = lp - len(seq)
+        cont = np.full((len(self.conts), lc), pad_id, dtype=np.int32)
+        cont_prompt = np.zeros(len(self.conts), dtype=np.int32)
+        for (row, seq), index in self.conts.items():
+            cont[index, : len(seq)] = seq
+            cont_prompt[index] = row
+        n_prompts = len(self.prompts)
+        src = [arg if c < 0 else n_prompts + c * lc + arg for c, arg in self.head_src]
+        as_int = lambda values: np.asarray(values, dtype=np.int32).reshape(-1)  # noqa: E731
+        head, tok, act = (as_int([s[k] for s in self.scored]) for k in range(3))
+        return ScoringBatch(prompts, pad, cont, cont_prompt, as_int(src), head, tok, act, tuple(self.offsets))
+
+
+def _checked(prompt: Sequence[int], legal: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    if not prompt:
+        raise ValueError("cannot score an empty prompt")
+    if any(not action for action in legal):
+        raise ValueError("cannot score an empty action")
+    return tuple(prompt), [tuple(action) for action in legal]
 
 
 def build_batch(prompts: Sequence[Sequence[int]], actions: Sequence[Sequence[Sequence[int]]],
                 pad_id: int = 0) -> ScoringBatch:
-    """Lay out prompt/action token sequences for one forward pass (see ScoringBatch)."""
-    rows: dict[tuple[int, ...], int] = {}
-    row_r, pos_r, tok_r, act_r = [], [], [], []
-    offsets = [0]
-    action_index = 0
-
-    def row_of(seq: tuple[int, ...]) -> int:
-        return rows.setdefault(seq, len(rows))
-
+    """Every decision in one pass, whatever its size (see ScoringBatch)."""
+    builder = _Builder()
     for prompt, legal in zip(prompts, actions, strict=True):
-        prompt = tuple(prompt)
-        if not prompt:
-            raise ValueError("cannot score an empty prompt")
-        if all(len(a) == 1 for a in legal):
-            row = row_of(prompt)
-            for action in legal:
-                row_r.append(row)
-                pos_r.append(len(prompt) - 1)
-                tok_r.append(action[0])
-                act_r.append(action_index)
-                action_index += 1
-        else:
-            for action in legal:
-                if not action:
-                    raise ValueError("cannot score an empty action")
-                row = row_of(prompt + tuple(action))
-                for i, token in enumerate(action):
-                    row_r.append(row)
-                    pos_r.append(len(prompt) - 1 + i)
-                    tok_r.append(token)
-                    act_r.append(action_index)
-                action_index += 1
-        offsets.append(action_index)
-    max_len = max(len(seq) for seq in rows)
-    tokens = np.full((len(rows), max_len), pad_id, dtype=np.int32)
-    for seq, row in rows.items():
-        tokens[row, : len(seq)] = seq
-    as_int = lambda values: np.asarray(values, dtype=np.int32)  # noqa: E731
-    return ScoringBatch(tokens, as_int(row_r), as_int(pos_r), as_int(tok_r), as_int(act_r), tuple(offsets))
+        builder.add(*_checked(prompt, legal))
+    return builder.build(pad_id)
 
 
-def action_loglik(model, batch: ScoringBatch) -> mx.array:
+def pack_batches(prompts: Sequence[Sequence[int]], actions: Sequence[Sequence[Sequence[int]]], max_tokens: int,
+                 head_weight: int, key: str, pad_id: int = 0) -> Iterator[tuple[int, int, ScoringBatch]]:
+    """Consecutive decisions [start, end) in passes of at most ``max_tokens`` (see _Builder); yields each pass.
+
+    The split depends only on the decisions and the budget, so the same inputs always give the same passes.
+    """
+    builder, start = _Builder(), 0
+    for index, (prompt, legal) in enumerate(zip(prompts, actions, strict=True)):
+        prompt, legal = _checked(prompt, legal)
+        if builder.cost_with(prompt, legal, head_weight) > max_tokens and index > start:
+            yield start, index, builder.build(pad_id)
+            builder, start = _Builder(), index
+        alone = builder.cost_with(prompt, legal, head_weight)
+        if alone > max_tokens:
+            raise ArenaError(
+                f"one decision needs {alone} scoring tokens (a {len(prompt)}-token prompt and {len(legal)} legal "
+                f"actions of up to {max(map(len, legal))} tokens, each scored position of the output head counting "
+                f"{head_weight}), over {key} = {max_tokens}: raise {key} to at least {alone}")
+        builder.add(prompt, legal)
+    if len(prompts) > start:
+        yield start, len(prompts), builder.build(pad_id)
+
+
+# ----------------------------------------------------------------------------------------------- the model side
+
+
+class PrefixCache:
+    """One layer's keys and values for left-padded rows, in the interface mlx-lm's attention layers call.
+
+    Pad positions attend only to earlier pads (so no row's softmax is empty) and real positions never see pads;
+    ``offset`` is each row's next position, so rotary embeddings match an unpadded run.
+    """
+
+    def __init__(self, pad: mx.array, keys: mx.array | None = None, values: mx.array | None = None,
+                 padded: bool = True) -> None:
+        self.pad, self.keys, self.values, self.padded = pad, keys, values, padded
+
+    @property
+    def length(self) -> int:
+        return 0 if self.keys is None else self.keys.shape[2]
+
+    @property
+    def offset(self) -> mx.array:
+        return self.length - self.pad
+
+    def update_and_fetch(self, keys: mx.array, values: mx.array) -> tuple[mx.array, mx.array]:
+        if self.keys is not None:
+            keys = mx.concatenate([self.keys, keys], axis=2)
+            values = mx.concatenate([self.values, values], axis=2)
+        self.keys, self.values = keys, values
+        return keys, values
+
+    def make_mask(self, n: int, return_array: bool = False, window_size: int | None = None) -> Any:
+        if window_size is not None:
+            raise ArenaError("arena's prefix-shared scoring does not support sliding-window attention models")
+        if not self.padded and self.length == 0 and not return_array:
+            return "causal"
+        query = mx.arange(self.length, self.length + n)[:, None]
+        key = mx.arange(self.length + n)[None]
+        pad = self.pad[:, None, None, None]
+        return (query >= key) & ((key >= pad) | (query < pad))
+
+    def select(self, rows: mx.array) -> PrefixCache:
+        """This cache's rows ``rows`` (repeats allowed): the prefix every continuation row extends."""
+        return PrefixCache(self.pad[rows], self.keys[rows], self.values[rows])
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What a pass's memory depends on: layers, kv heads, head dim, hidden and MLP sizes, vocabulary, dtype."""
+
+    layers: int
+    hidden: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    dtype_bytes: int
+
+    def token_bytes(self, training: bool = False) -> int:
+        """Bytes one token holds in a pass: its keys and values in every layer plus a few hidden-size activations
+        (in training, every layer's activations, kept for the backward pass)."""
+        kv = self.layers * 2 * self.kv_heads * self.head_dim * self.dtype_bytes
+        live = self.layers * (8 * self.hidden + 3 * self.intermediate) if training else 4 * self.hidden
+        return kv + live * self.dtype_bytes
+
+    @property
+    def head_weight(self) -> int:
+        """Tokens one head row counts as: its float32 logits and log-probabilities over the vocabulary."""
+        return max(1, math.ceil(2 * 4 * self.vocab / self.token_bytes()))
+
+
+def model_shape(model: Any) -> ModelShape:
+    """The shapes of an mlx-lm model, from its args (qwen2/qwen3/llama-style field names)."""
+    from mlx.utils import tree_flatten
+
+    args = getattr(model, "args", None)
+    try:
+        hidden, heads = args.hidden_size, args.num_attention_heads
+        kv_heads = getattr(args, "num_key_value_heads", None) or heads
+        head_dim = getattr(args, "head_dim", None) or hidden // heads
+        shape = (len(model.layers), hidden, kv_heads, head_dim, getattr(args, "intermediate_size", 4 * hidden),
+                 args.vocab_size)
+    except AttributeError as error:
+        raise ArenaError(f"cannot read the shapes of model type {getattr(model, 'model_type', '?')} ({error}): "
+                         "arena scores mlx-lm models whose args name hidden_size, num_attention_heads and vocab_size"
+                         ) from error
+    floats = [v.dtype for _, v in tree_flatten(model.parameters()) if mx.issubdtype(v.dtype, mx.floating)]
+    return ModelShape(*shape, floats[0].size if floats else 4)
+
+
+def budget_note(shape: ModelShape, max_tokens: int, key: str, training: bool = False) -> str:
+    """One line: the memory a scoring budget implies for this model."""
+    per_token = shape.token_bytes(training)
+    return (f"{key} = {max_tokens} tokens -> up to ~{max_tokens * per_token / 2**20:,.0f} MiB a pass "
+            f"({per_token / 1024:.1f} KiB a token: {shape.layers} layers x {shape.kv_heads} kv heads x "
+            f"{shape.head_dim} head dim, {shape.dtype_bytes}-byte {'activations kept' if training else 'values'}; "
+            f"a scored position's {shape.vocab:,}-token log-probs count as {shape.head_weight} tokens)")
+
+
+def output_head(model: Any) -> Callable[[mx.array], mx.array]:
+    """The model's own output head (hidden states -> logits), as its ``__call__`` applies it."""
+    body, args = getattr(model, "model", None), getattr(model, "args", None)
+    tied = getattr(args, "tie_word_embeddings", None)
+    lm_head = getattr(model, "lm_head", None) if "lm_head" in model else None
+    if lm_head is not None and tied is not True:
+        return lm_head
+    embed = getattr(body, "embed_tokens", None) if body is not None and "embed_tokens" in body else None
+    if embed is not None and hasattr(embed, "as_linear") and (tied or lm_head is None):
+        return embed.as_linear
+    raise ArenaError(f"cannot find the output head of model type {getattr(model, 'model_type', type(model).__name__)}"
+                     " (no lm_head, no tied model.embed_tokens): arena scores mlx-lm models shaped like qwen2/qwen3")
+
+
+def check_head(model: Any) -> None:
+    """Fail clearly unless head(body(x)) equals the model's own logits (e.g. a model that rescales its logits)."""
+    ids = mx.array([[0, 1]], dtype=mx.int32)
+    full = model(ids)
+    ours = output_head(model)(model.model(ids, cache=[PrefixCache(mx.zeros(1, mx.int32), padded=False)
+                                                      for _ in model.layers]))
+    gap = mx.abs(full.astype(mx.float32) - ours.astype(mx.float32)).max().item()
+    if not math.isfinite(gap) or gap > 1e-3 * max(1.0, mx.abs(full).max().item()):
+        raise ArenaError(f"model type {getattr(model, 'model_type', '?')} does not apply its output head as "
+                         f"lm_head(model(x)) or embed_tokens.as_linear(model(x)) (max gap {gap:.3g}): "
+                         "arena's head-only scoring would be wrong for it")
+
+
+def action_loglik(model: Any, batch: ScoringBatch) -> mx.array:
     """Log-likelihood of every action sequence given its prompt, [total actions]; differentiable."""
-    logits = model(mx.array(batch.tokens))
+    pad = batch.prompt_pad
+    caches = [PrefixCache(mx.array(pad), padded=bool(pad.any())) for _ in model.layers]
+    hidden = model.model(mx.array(batch.prompts), cache=caches)
+    states = [hidden[:, -1]]
+    if batch.cont.size:
+        rows = mx.array(batch.cont_prompt)
+        cont = model.model(mx.array(batch.cont), cache=[c.select(rows) for c in caches])
+        states.append(cont.reshape(-1, cont.shape[-1]))
+    picked_states = mx.concatenate(states)[mx.array(batch.head_src)] if len(states) > 1 else \
+        states[0][mx.array(batch.head_src)]
+    logits = output_head(model)(picked_states).astype(mx.float32)
     logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
-    picked = logprobs[mx.array(batch.gather_row), mx.array(batch.gather_pos), mx.array(batch.gather_tok)]
+    picked = logprobs[mx.array(batch.gather_head), mx.array(batch.gather_tok)]
     n_actions = batch.action_offsets[-1]
     # Sum token log-probs per action with a one-hot matmul (segment sum), which MLX differentiates.
     onehot = mx.array(batch.gather_action)[None, :] == mx.arange(n_actions)[:, None]
