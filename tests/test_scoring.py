@@ -149,3 +149,34 @@ def test_model_shape_reads_the_config():
     assert (shape.layers, shape.kv_heads, shape.head_dim, shape.vocab, shape.dtype_bytes) == (2, 2, 16, VOCAB, 4)
     assert shape.head_weight >= 1
     json.dumps(shape.__dict__)
+
+
+@pytest.mark.parametrize(("model_type", "quantize"), [("qwen3", False), ("qwen2", True)], ids=str)
+def test_prompts_sharing_a_long_prefix_share_its_keys_and_values(model_type, quantize):
+    model = tiny_model(model_type, seed=4, quantize=quantize)
+    rules = [int(t) for t in np.random.default_rng(1).integers(1, VOCAB, size=40)]
+    prompts, actions = random_decisions(8, 10)
+    prompts = [rules + p if i % 3 else p for i, p in enumerate(prompts)] + [rules[:30]]
+    actions = actions + [[[5, 6], [7]]]
+    batch = build_batch(prompts, actions)
+    assert batch.tails.size and batch.prompts.shape[0] < len(set(map(tuple, prompts)))
+    np.testing.assert_allclose(np.array(action_loglik(model, batch)),
+                               np.array(reference_loglik(model, prompts, actions)), atol=1e-5, rtol=0)
+
+
+def test_gradients_equal_full_rows_with_shared_stems():
+    model = tiny_model("qwen3", seed=6)
+    rules = [int(t) for t in np.random.default_rng(2).integers(1, VOCAB, size=24)]
+    prompts, actions = random_decisions(12, 6)
+    prompts = [rules + p for p in prompts]
+    weights = mx.array(np.random.default_rng(0).normal(size=sum(map(len, actions))).astype(np.float32))
+    batch = build_batch(prompts, actions)
+    assert batch.tails.size
+
+    from mlx.utils import tree_flatten
+
+    got = dict(tree_flatten(nn.value_and_grad(model, lambda m: (action_loglik(m, batch) * weights).sum())(model)[1]))
+    want = dict(tree_flatten(nn.value_and_grad(
+        model, lambda m: (reference_loglik(m, prompts, actions) * weights).sum())(model)[1]))
+    for name, grad in want.items():
+        np.testing.assert_allclose(np.array(got[name]), np.array(grad), atol=1e-5, rtol=1e-4, err_msg=name)

@@ -19,12 +19,17 @@ class ScoringBatch:
 
     Phase 1 runs the distinct prompts through the transformer body once, keeping their keys and values. Phase 2
     runs each distinct action prefix (an action less its last token) as a continuation of its prompt's cached keys
-    and values. The output head is applied only at the hidden states that predict an action token -- the prompt's
-    last position for every first token, a continuation position for the others -- each distinct one once.
+    and values. Prompts that share a long prefix (a game's rules text) share it too: the stems run first, each
+    prompt's tail as their continuation. The output head is applied only at the hidden states that predict an
+    action token -- the prompt's last position for every first token, a continuation position for the others --
+    each distinct one once.
     """
 
-    prompts: np.ndarray          # [P, Lp] int32, left-padded
-    prompt_pad: np.ndarray       # [P] int32, left padding of each prompt row
+    prompts: np.ndarray          # [S, Ls] int32, left-padded: the prompts, or their shared stems
+    prompt_pad: np.ndarray       # [S] int32, left padding of each row
+    tails: np.ndarray            # [P, Lt] int32, right-padded: each prompt after its stem (P = 0: no stems)
+    tail_stem: np.ndarray        # [P] int32, the stem row each tail extends
+    tail_len: np.ndarray         # [P] int32
     cont: np.ndarray             # [C, Lc] int32, right-padded continuation tokens (C may be 0)
     cont_prompt: np.ndarray      # [C] int32, the prompt row each continuation extends
     head_src: np.ndarray         # [H] int32, index into [P last states] + [C * Lc continuation states]
@@ -36,7 +41,7 @@ class ScoringBatch:
     @property
     def tokens(self) -> int:
         """Token positions run through the body (padding included)."""
-        return int(self.prompts.size + self.cont.size)
+        return int(self.prompts.size + self.tails.size + self.cont.size)
 
 
 class _Builder:
@@ -86,12 +91,10 @@ class _Builder:
         self.offsets.append(index)
 
     def build(self, pad_id: int) -> ScoringBatch:
-        lp, lc = self.lp, self.lc
-        prompts = np.full((len(self.prompts), lp), pad_id, dtype=np.int32)
-        pad = np.zeros(len(self.prompts), dtype=np.int32)
-        for seq, row in self.prompts.items():
-            prompts[row, lp - len(seq):] = seq
-            pad[row] = lp - len(seq)
+        lc = self.lc
+        stems, tails, tail_stem = _stems(list(self.prompts))
+        prompts, pad = _left_padded(stems, pad_id)
+        tail_rows, tail_len = _right_padded(tails, pad_id)
         cont = np.full((len(self.conts), lc), pad_id, dtype=np.int32)
         cont_prompt = np.zeros(len(self.conts), dtype=np.int32)
         for (row, seq), index in self.conts.items():
@@ -101,7 +104,64 @@ class _Builder:
         src = [arg if c < 0 else n_prompts + c * lc + arg for c, arg in self.head_src]
         as_int = lambda values: np.asarray(values, dtype=np.int32).reshape(-1)  # noqa: E731
         head, tok, act = (as_int([s[k] for s in self.scored]) for k in range(3))
-        return ScoringBatch(prompts, pad, cont, cont_prompt, as_int(src), head, tok, act, tuple(self.offsets))
+        return ScoringBatch(prompts, pad, tail_rows, as_int(tail_stem), tail_len, cont, cont_prompt, as_int(src),
+                            head, tok, act, tuple(self.offsets))
+
+
+MIN_STEM = 16  # shared prefixes shorter than this are recomputed per prompt
+
+
+def _common(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    n = min(len(a), len(b))
+    return next((i for i in range(n) if a[i] != b[i]), n)
+
+
+def _stems(prompts: list[tuple[int, ...]]) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]], list[int]]:
+    """Split prompts into shared stems and per-prompt tails (each tail >= 1 token), or ([prompts], [], []) when
+    no group of prompts shares MIN_STEM tokens. Groups are runs of the sorted prompts, so the split depends only
+    on the set of prompts."""
+    order = sorted(range(len(prompts)), key=prompts.__getitem__)
+    groups: list[list[int]] = []
+    for i in order:
+        if groups:
+            shared = _common(prompts[groups[-1][0]], prompts[i])
+            if shared >= MIN_STEM and (len(groups[-1]) == 1 or shared >= _group_stem(prompts, groups[-1]) // 2):
+                groups[-1].append(i)
+                continue
+        groups.append([i])
+    if all(len(g) == 1 for g in groups):
+        return prompts, [], []
+    stems, tails, tail_stem = [], [None] * len(prompts), [0] * len(prompts)
+    for group in groups:
+        cut = _group_stem(prompts, group) if len(group) > 1 else len(prompts[group[0]]) - 1
+        for i in group:
+            tails[i], tail_stem[i] = prompts[i][cut:], len(stems)
+        stems.append(prompts[group[0]][:cut])
+    return stems, tails, tail_stem
+
+
+def _group_stem(prompts: list[tuple[int, ...]], group: list[int]) -> int:
+    """The group's shared prefix, leaving every prompt at least one token of its own."""
+    first, last = prompts[group[0]], prompts[group[-1]]  # sorted: the ends share the least
+    return min(_common(first, last), *(len(prompts[i]) - 1 for i in group))
+
+
+def _left_padded(rows: list[tuple[int, ...]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    width = max(map(len, rows))
+    out = np.full((len(rows), width), pad_id, dtype=np.int32)
+    pad = np.zeros(len(rows), dtype=np.int32)
+    for i, seq in enumerate(rows):
+        out[i, width - len(seq):] = seq
+        pad[i] = width - len(seq)
+    return out, pad
+
+
+def _right_padded(rows: list[tuple[int, ...]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    width = max(map(len, rows), default=0)
+    out = np.full((len(rows), width), pad_id, dtype=np.int32)
+    for i, seq in enumerate(rows):
+        out[i, : len(seq)] = seq
+    return out, np.asarray([len(seq) for seq in rows], dtype=np.int32)
 
 
 def _checked(prompt: Sequence[int], legal: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
@@ -148,23 +208,21 @@ def pack_batches(prompts: Sequence[Sequence[int]], actions: Sequence[Sequence[Se
 
 
 class PrefixCache:
-    """One layer's keys and values for left-padded rows, in the interface mlx-lm's attention layers call.
+    """One layer's keys and values for a batch of rows, in the interface mlx-lm's attention layers call.
 
-    Pad positions attend only to earlier pads (so no row's softmax is empty) and real positions never see pads;
-    ``offset`` is each row's next position, so rotary embeddings match an unpadded run.
+    The first level is left-padded (``pad``): pad positions attend only to earlier pads, so no softmax is empty, and
+    real positions never see pads. A continuation level (``select``) attends to the cached keys its row may see
+    (``valid``) and causally to its own tokens. ``offset`` is each row's next position, so rotary embeddings
+    match an unpadded run.
     """
 
-    def __init__(self, pad: mx.array, keys: mx.array | None = None, values: mx.array | None = None,
-                 padded: bool = True) -> None:
-        self.pad, self.keys, self.values, self.padded = pad, keys, values, padded
-
-    @property
-    def length(self) -> int:
-        return 0 if self.keys is None else self.keys.shape[2]
+    def __init__(self, pos: mx.array, pad: mx.array | None = None, valid: mx.array | None = None,
+                 keys: mx.array | None = None, values: mx.array | None = None, padded: bool = True) -> None:
+        self.pos, self.pad, self.valid, self.keys, self.values, self.padded = pos, pad, valid, keys, values, padded
 
     @property
     def offset(self) -> mx.array:
-        return self.length - self.pad
+        return self.pos
 
     def update_and_fetch(self, keys: mx.array, values: mx.array) -> tuple[mx.array, mx.array]:
         if self.keys is not None:
@@ -176,16 +234,28 @@ class PrefixCache:
     def make_mask(self, n: int, return_array: bool = False, window_size: int | None = None) -> Any:
         if window_size is not None:
             raise ArenaError("arena's prefix-shared scoring does not support sliding-window attention models")
-        if not self.padded and self.length == 0 and not return_array:
+        causal = mx.arange(n)[:, None] >= mx.arange(n)[None]
+        if self.valid is not None:
+            rows, cached = self.valid.shape
+            seen = mx.broadcast_to(self.valid[:, None, None, :], (rows, 1, n, cached))
+            return mx.concatenate([seen, mx.broadcast_to(causal, (rows, 1, n, n))], axis=-1)
+        if not self.padded and not return_array:
             return "causal"
-        query = mx.arange(self.length, self.length + n)[:, None]
-        key = mx.arange(self.length + n)[None]
         pad = self.pad[:, None, None, None]
-        return (query >= key) & ((key >= pad) | (query < pad))
+        query, key = mx.arange(n)[:, None], mx.arange(n)[None]
+        return causal & ((key >= pad) | (query < pad))
 
-    def select(self, rows: mx.array) -> PrefixCache:
-        """This cache's rows ``rows`` (repeats allowed): the prefix every continuation row extends."""
-        return PrefixCache(self.pad[rows], self.keys[rows], self.values[rows])
+    def select(self, rows: mx.array, lengths: mx.array | None = None) -> PrefixCache:
+        """The cache rows ``rows`` extend (repeats allowed), after this level's tokens (``lengths`` real tokens per
+        row of a right-padded level; None for the left-padded first level)."""
+        total = self.keys.shape[2]
+        if self.valid is None:
+            valid, pos = mx.arange(total)[None] >= self.pad[:, None], total - self.pad
+        else:
+            new = total - self.valid.shape[1]
+            valid = mx.concatenate([self.valid, mx.arange(new)[None] < lengths[:, None]], axis=1)
+            pos = self.pos + lengths
+        return PrefixCache(pos[rows], valid=valid[rows], keys=self.keys[rows], values=self.values[rows])
 
 
 @dataclass(frozen=True)
@@ -259,8 +329,8 @@ def check_head(model: Any) -> None:
     """Fail clearly unless head(body(x)) equals the model's own logits (e.g. a model that rescales its logits)."""
     ids = mx.array([[0, 1]], dtype=mx.int32)
     full = model(ids)
-    ours = output_head(model)(model.model(ids, cache=[PrefixCache(mx.zeros(1, mx.int32), padded=False)
-                                                      for _ in model.layers]))
+    zero = mx.zeros(1, mx.int32)
+    ours = output_head(model)(model.model(ids, cache=[PrefixCache(zero, zero, padded=False) for _ in model.layers]))
     gap = mx.abs(full.astype(mx.float32) - ours.astype(mx.float32)).max().item()
     if not math.isfinite(gap) or gap > 1e-3 * max(1.0, mx.abs(full).max().item()):
         raise ArenaError(f"model type {getattr(model, 'model_type', '?')} does not apply its output head as "
@@ -268,18 +338,30 @@ def check_head(model: Any) -> None:
                          "arena's head-only scoring would be wrong for it")
 
 
+def _prompt_states(model: Any, batch: ScoringBatch) -> tuple[mx.array, list[PrefixCache], mx.array | None]:
+    """Each prompt's last hidden state, the caches its continuations extend, and the tails' lengths (None: no
+    stems)."""
+    pad = mx.array(batch.prompt_pad)
+    caches = [PrefixCache(-pad, pad, padded=bool(batch.prompt_pad.any())) for _ in model.layers]
+    hidden = model.model(mx.array(batch.prompts), cache=caches)
+    if not batch.tails.size:
+        return hidden[:, -1], caches, None
+    stems = mx.array(batch.tail_stem)
+    caches = [c.select(stems) for c in caches]
+    hidden = model.model(mx.array(batch.tails), cache=caches)
+    lengths = mx.array(batch.tail_len)
+    return hidden[mx.arange(hidden.shape[0]), lengths - 1], caches, lengths
+
+
 def action_loglik(model: Any, batch: ScoringBatch) -> mx.array:
     """Log-likelihood of every action sequence given its prompt, [total actions]; differentiable."""
-    pad = batch.prompt_pad
-    caches = [PrefixCache(mx.array(pad), padded=bool(pad.any())) for _ in model.layers]
-    hidden = model.model(mx.array(batch.prompts), cache=caches)
-    states = [hidden[:, -1]]
+    last, caches, lengths = _prompt_states(model, batch)
+    states = [last]
     if batch.cont.size:
         rows = mx.array(batch.cont_prompt)
-        cont = model.model(mx.array(batch.cont), cache=[c.select(rows) for c in caches])
+        cont = model.model(mx.array(batch.cont), cache=[c.select(rows, lengths) for c in caches])
         states.append(cont.reshape(-1, cont.shape[-1]))
-    picked_states = mx.concatenate(states)[mx.array(batch.head_src)] if len(states) > 1 else \
-        states[0][mx.array(batch.head_src)]
+    picked_states = (mx.concatenate(states) if len(states) > 1 else last)[mx.array(batch.head_src)]
     logits = output_head(model)(picked_states).astype(mx.float32)
     logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
     picked = logprobs[mx.array(batch.gather_head), mx.array(batch.gather_tok)]
