@@ -180,3 +180,70 @@ def test_gradients_equal_full_rows_with_shared_stems():
         model, lambda m: (reference_loglik(m, prompts, actions) * weights).sum())(model)[1]))
     for name, grad in want.items():
         np.testing.assert_allclose(np.array(got[name]), np.array(grad), atol=1e-5, rtol=1e-4, err_msg=name)
+
+
+def _kuhn_observations(n: int):
+    from arena.games.registry import make_game
+
+    observations = []
+    for seed in range(n):
+        game = make_game("kuhn", seed)
+        if seed % 2:
+            game.step(game.observation().legal_actions[0])
+        observations.append(game.observation())
+    return observations
+
+
+def test_grpo_micro_batches_give_the_same_step_as_one_batch(base_model_dir):
+    from mlx.utils import tree_flatten
+
+    from arena.players.mlx import MLXPlayer
+    from arena.train.config import TrainConfig
+    from arena.train.grpo.step import GRPOUpdate
+
+    observations = _kuhn_observations(24)
+    rng = np.random.default_rng(0)
+    chosen = rng.integers(0, 2, size=len(observations))
+    old, ref, adv = (rng.normal(size=len(observations)) - 0.7 for _ in range(3))
+    class Capture:  # stands in for Adam: keeps the accumulated gradients
+        state: dict = {}
+
+        def __init__(self):
+            self._lr = mx.array(0.0)
+
+        @property
+        def learning_rate(self):
+            return self._lr
+
+        @learning_rate.setter
+        def learning_rate(self, value):
+            self._lr = mx.array(value)
+
+        def update(self, model, grads):
+            self.grads = dict(tree_flatten(grads))
+
+    results, grads = [], []
+    for budget in (1_000_000, 40):
+        player = MLXPlayer(base_model_dir)
+        update = GRPOUpdate(player, TrainConfig(max_batch_tokens=budget), temperature=1.0)
+        update.optimizer = Capture()
+        passes = list(player.scoring_passes(observations, budget))
+        assert (len(passes) == 1) == (budget > 1000)
+        results.append(update(observations, chosen, old, ref, adv, learning_rate=1e-3))
+        grads.append(update.optimizer.grads)
+    assert results[0]["loss"] == pytest.approx(results[1]["loss"], abs=1e-6)
+    assert results[0]["kl"] == pytest.approx(results[1]["kl"], abs=1e-6)
+    for name, value in grads[0].items():
+        np.testing.assert_allclose(np.array(grads[1][name]), np.array(value), atol=1e-6, rtol=1e-5, err_msg=name)
+
+
+def test_sampled_moves_do_not_depend_on_the_batch(base_model_dir):
+    from dataclasses import replace
+
+    from arena.players.mlx import MLXPlayer
+
+    player = MLXPlayer(base_model_dir)
+    observations = [replace(o, sample_key=1000 + i) for i, o in enumerate(_kuhn_observations(30))]
+    together = [d.action for d in player.act_batch(observations)]
+    apart = [player.act(o).action for o in observations[::-1]][::-1]
+    assert together == apart
