@@ -17,7 +17,15 @@ from arena.core.pins import model_pin, model_quant, versions
 from arena.games.base import Observation
 from arena.players.base import Decision, Player
 from arena.players.config import MLXPlayerConfig
-from arena.players.scoring import action_loglik, budget_note, check_head, masked_log_softmax, model_shape, pack_batches
+from arena.players.scoring import (
+    action_loglik,
+    bound_buffer_cache,
+    budget_note,
+    check_head,
+    masked_log_softmax,
+    model_shape,
+    pack_batches,
+)
 
 
 def load_model(path: str | Path) -> tuple[Any, Any]:
@@ -59,6 +67,7 @@ class MLXPlayer(Player):
         self.model, self.tokenizer = load_model(self.path)
         check_head(self.model)
         self.shape = model_shape(self.model)
+        bound_buffer_cache(self.config.max_batch_tokens * self.shape.token_bytes())
         note = budget_note(self.shape, self.config.max_batch_tokens, "player.max_batch_tokens")
         print(f"[arena] {self.spec}: {note}", file=sys.stderr)
         self._prompt_cache: dict[tuple[str, str], tuple[int, ...]] = {}
