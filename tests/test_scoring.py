@@ -81,7 +81,7 @@ def test_single_token_actions_read_only_the_prompts_last_state():
     model = tiny_model("qwen2", seed=1)
     prompts, actions = random_decisions(2, 10, multi=False)
     batch = build_batch(prompts, actions)
-    assert batch.cont.size == 0 and len(batch.head_src) == len(batch.prompts)
+    assert not batch.levels and len(batch.head_src) == len(batch.prompts)
     np.testing.assert_allclose(np.array(action_loglik(model, batch)),
                                np.array(reference_loglik(model, prompts, actions)), atol=1e-5, rtol=0)
 
@@ -120,13 +120,14 @@ def test_scores_do_not_depend_on_the_rest_of_the_batch():
 def test_packing_respects_the_budget_and_covers_every_decision():
     prompts, actions = random_decisions(6, 40)
     shape_weight = 3
-    passes = list(pack_batches(prompts, actions, 200, shape_weight, "player.max_batch_tokens"))
+    passes = list(pack_batches(prompts, actions, 400, shape_weight, "player.max_batch_tokens"))
     assert [p[0] for p in passes] == [0] + [p[1] for p in passes[:-1]] and passes[-1][1] == len(prompts)
     assert len(passes) > 1
     for _, _, batch in passes:
         p, lp = batch.prompts.shape
-        cost = p * lp + batch.cont.shape[0] * (lp + batch.cont.shape[1]) + len(batch.head_src) * shape_weight
-        assert cost <= 200
+        nodes = sum(level.size for level in batch.levels)
+        cost = p * lp + nodes * (lp + len(batch.levels)) + len(batch.head_src) * shape_weight
+        assert cost <= 400
 
 
 def test_a_decision_over_the_budget_is_a_clear_error():

@@ -31,7 +31,7 @@ class MLXPlayerConfig:
 
     view: str = "compact"
     temperature: float = 1.0
-    max_batch_tokens: int = 32768
+    max_batch_tokens: int = 65536
 
     def __post_init__(self) -> None:
         require_choice("player.view", self.view, VIEWS)

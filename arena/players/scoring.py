@@ -18,9 +18,10 @@ class ScoringBatch:
     """One pass: distinct prompts (left-padded), the multi-token actions' continuations, and what to read.
 
     Phase 1 runs the distinct prompts through the transformer body once, keeping their keys and values. Phase 2
-    runs each distinct action prefix (an action less its last token) as a continuation of its prompt's cached keys
-    and values. Prompts that share a long prefix (a game's rules text) share it too: the stems run first, each
-    prompt's tail as their continuation. The output head is applied only at the hidden states that predict an
+    runs the actions' token trie as continuations of their prompt's cached keys and values, one token a level (each
+    distinct action prefix once: Liar's Dice bids share "[Bid:" and their quantity). Prompts that share a long
+    prefix (a game's rules text) share it too: the stems run first, each prompt's tail as their continuation. The
+    output head is applied only at the hidden states that predict an
     action token -- the prompt's last position for every first token, a continuation position for the others --
     each distinct one once.
     """
@@ -30,9 +31,9 @@ class ScoringBatch:
     tails: np.ndarray            # [P, Lt] int32, right-padded: each prompt after its stem (P = 0: no stems)
     tail_stem: np.ndarray        # [P] int32, the stem row each tail extends
     tail_len: np.ndarray         # [P] int32
-    cont: np.ndarray             # [C, Lc] int32, right-padded continuation tokens (C may be 0)
-    cont_prompt: np.ndarray      # [C] int32, the prompt row each continuation extends
-    head_src: np.ndarray         # [H] int32, index into [P last states] + [C * Lc continuation states]
+    levels: tuple[np.ndarray, ...]   # level d: [N_d] int32, the d-th token of each distinct action prefix
+    parents: tuple[np.ndarray, ...]  # level d: [N_d] int32, its row at level d - 1 (level 0: the prompt rows)
+    head_src: np.ndarray         # [H] int32, index into [P last states] + [N_1 states] + [N_2 states] ...
     gather_head: np.ndarray      # per scored token: its head row,
     gather_tok: np.ndarray       # the token id it must predict,
     gather_action: np.ndarray    # and the action it belongs to
@@ -41,22 +42,23 @@ class ScoringBatch:
     @property
     def tokens(self) -> int:
         """Token positions run through the body (padding included)."""
-        return int(self.prompts.size + self.tails.size + self.cont.size)
+        return int(self.prompts.size + self.tails.size + sum(level.size for level in self.levels))
 
 
 class _Builder:
     """Accumulates decisions into one ScoringBatch, deduplicating prompts, continuations and head rows.
 
-    A pass costs ``P * Lp + C * (Lp + Lc) + H * head_weight`` tokens: P padded prompt rows, C continuation rows
+    A pass costs ``P * Lp + C * (Lp + Lc) + H * head_weight`` tokens: P padded prompt rows, C trie nodes
     (each holding a copy of its prompt's keys and values), and H head rows, each weighing as much as
     ``head_weight`` tokens (a vocabulary-sized row of log-probabilities; see ``head_weight``).
     """
 
     def __init__(self) -> None:
         self.prompts: dict[tuple[int, ...], int] = {}
-        self.conts: dict[tuple[int, tuple[int, ...]], int] = {}
+        self.nodes: dict[tuple[int, tuple[int, ...]], int] = {}  # (prompt row, prefix) -> row in its level
+        self.levels: list[list[tuple[int, int]]] = []  # per level: (parent row, token)
         self.heads: dict[tuple[int, tuple[int, ...]], int] = {}
-        self.head_src: list[tuple[int, int]] = []  # (-1, prompt row) or (continuation row, position)
+        self.head_src: list[tuple[int, int]] = []  # (0, prompt row) or (level, row in the level)
         self.scored: list[tuple[int, int, int]] = []  # (head row, token, action)
         self.offsets = [0]
         self.lp = self.lc = 0
@@ -64,47 +66,50 @@ class _Builder:
     def cost_with(self, prompt: tuple[int, ...], legal: Sequence[tuple[int, ...]], head_weight: int) -> int:
         """The pass's cost in tokens if this decision were added; nothing is changed."""
         row = self.prompts.get(prompt, -1)
-        new_conts = {a[:-1] for a in legal if len(a) > 1 and (row, a[:-1]) not in self.conts}
+        new_nodes = {a[:i] for a in legal for i in range(1, len(a)) if (row, a[:i]) not in self.nodes}
         new_heads = {a[:i] for a in legal for i in range(len(a)) if (row, a[:i]) not in self.heads}
         n_prompts = len(self.prompts) + (row < 0)
-        n_conts = len(self.conts) + len(new_conts)
+        n_nodes = len(self.nodes) + len(new_nodes)
         lp = max(self.lp, len(prompt))
-        lc = max([self.lc, *map(len, new_conts)])
-        return n_prompts * lp + n_conts * (lp + lc) + (len(self.heads) + len(new_heads)) * head_weight
+        lc = max([self.lc, *map(len, new_nodes)])
+        return n_prompts * lp + n_nodes * (lp + lc) + (len(self.heads) + len(new_heads)) * head_weight
 
     def add(self, prompt: tuple[int, ...], legal: Sequence[tuple[int, ...]]) -> None:
         row = self.prompts.setdefault(prompt, len(self.prompts))
         self.lp = max(self.lp, len(prompt))
         index = self.offsets[-1]
         for action in legal:
-            cont = -1
-            if len(action) > 1:
-                cont = self.conts.setdefault((row, action[:-1]), len(self.conts))
-                self.lc = max(self.lc, len(action) - 1)
             for i, token in enumerate(action):
                 key = (row, action[:i])
                 if key not in self.heads:
                     self.heads[key] = len(self.head_src)
-                    self.head_src.append((-1, row) if i == 0 else (cont, i - 1))
+                    self.head_src.append((0, row) if i == 0 else (i, self._node(row, action[:i])))
                 self.scored.append((self.heads[key], token, index))
             index += 1
         self.offsets.append(index)
 
+    def _node(self, row: int, prefix: tuple[int, ...]) -> int:
+        """The trie node feeding ``prefix``'s last token (its parent first), as a row of its level."""
+        if (row, prefix) not in self.nodes:
+            parent = row if len(prefix) == 1 else self._node(row, prefix[:-1])
+            if len(self.levels) < len(prefix):
+                self.levels.append([])
+            self.nodes[row, prefix] = len(self.levels[len(prefix) - 1])
+            self.levels[len(prefix) - 1].append((parent, prefix[-1]))
+            self.lc = max(self.lc, len(prefix))
+        return self.nodes[row, prefix]
+
     def build(self, pad_id: int) -> ScoringBatch:
-        lc = self.lc
         stems, tails, tail_stem = _stems(list(self.prompts))
         prompts, pad = _left_padded(stems, pad_id)
         tail_rows, tail_len = _right_padded(tails, pad_id)
-        cont = np.full((len(self.conts), lc), pad_id, dtype=np.int32)
-        cont_prompt = np.zeros(len(self.conts), dtype=np.int32)
-        for (row, seq), index in self.conts.items():
-            cont[index, : len(seq)] = seq
-            cont_prompt[index] = row
-        n_prompts = len(self.prompts)
-        src = [arg if c < 0 else n_prompts + c * lc + arg for c, arg in self.head_src]
+        base = np.cumsum([len(self.prompts)] + [len(level) for level in self.levels])
+        src = [arg if level == 0 else base[level - 1] + arg for level, arg in self.head_src]
         as_int = lambda values: np.asarray(values, dtype=np.int32).reshape(-1)  # noqa: E731
         head, tok, act = (as_int([s[k] for s in self.scored]) for k in range(3))
-        return ScoringBatch(prompts, pad, tail_rows, as_int(tail_stem), tail_len, cont, cont_prompt, as_int(src),
+        levels = tuple(as_int([t for _, t in level]) for level in self.levels)
+        parents = tuple(as_int([p for p, _ in level]) for level in self.levels)
+        return ScoringBatch(prompts, pad, tail_rows, as_int(tail_stem), tail_len, levels, parents, as_int(src),
                             head, tok, act, tuple(self.offsets))
 
 
@@ -112,8 +117,7 @@ MIN_STEM = 16  # shared prefixes shorter than this are recomputed per prompt
 
 
 def _common(a: tuple[int, ...], b: tuple[int, ...]) -> int:
-    n = min(len(a), len(b))
-    return next((i for i in range(n) if a[i] != b[i]), n)
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 def _stems(prompts: list[tuple[int, ...]]) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]], list[int]]:
@@ -220,9 +224,7 @@ class PrefixCache:
                  keys: mx.array | None = None, values: mx.array | None = None, padded: bool = True) -> None:
         self.pos, self.pad, self.valid, self.keys, self.values, self.padded = pos, pad, valid, keys, values, padded
 
-    @property
-    def offset(self) -> mx.array:
-        return self.pos
+    offset = property(lambda self: self.pos)
 
     def update_and_fetch(self, keys: mx.array, values: mx.array) -> tuple[mx.array, mx.array]:
         if self.keys is not None:
@@ -365,18 +367,27 @@ def action_loglik(model: Any, batch: ScoringBatch) -> mx.array:
     """Log-likelihood of every action sequence given its prompt, [total actions]; differentiable."""
     last, caches, lengths = _prompt_states(model, batch)
     states = [last]
-    if batch.cont.size:
-        rows = mx.array(batch.cont_prompt)
-        cont = model.model(mx.array(batch.cont), cache=[c.select(rows, lengths) for c in caches])
-        states.append(cont.reshape(-1, cont.shape[-1]))
+    for tokens, parents in zip(batch.levels, batch.parents, strict=True):
+        rows = mx.array(parents)
+        caches = [c.select(rows, lengths) for c in caches]
+        states.append(model.model(mx.array(tokens)[:, None], cache=caches)[:, 0])
+        lengths = mx.ones(len(tokens), dtype=mx.int32)
     picked_states = (mx.concatenate(states) if len(states) > 1 else last)[mx.array(batch.head_src)]
     logits = output_head(model)(picked_states).astype(mx.float32)
     logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
     picked = logprobs[mx.array(batch.gather_head), mx.array(batch.gather_tok)]
-    n_actions = batch.action_offsets[-1]
-    # Sum token log-probs per action with a one-hot matmul (segment sum), which MLX differentiates.
-    onehot = mx.array(batch.gather_action)[None, :] == mx.arange(n_actions)[:, None]
-    return (onehot.astype(picked.dtype) * picked[None, :]).sum(axis=1)
+    # Sum token log-probs per action: gather them into [actions, longest action] (a zero past each one's end).
+    padded = mx.concatenate([picked, mx.zeros(1, picked.dtype)])[mx.array(_token_table(batch.gather_action))]
+    return padded.sum(axis=1)
+
+
+def _token_table(action_of_token: np.ndarray) -> np.ndarray:
+    """[actions, longest action] indices of each action's scored tokens (which are consecutive), padded with the
+    index one past the last token."""
+    counts = np.bincount(action_of_token)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    column = np.arange(counts.max(initial=1))[None, :]
+    return np.where(column < counts[:, None], starts[:, None] + column, len(action_of_token)).astype(np.int32)
 
 
 def masked_log_softmax(loglik: mx.array, offsets: Sequence[int], temperature: float) -> mx.array:

@@ -97,7 +97,7 @@ class TrainConfig:
     lora_rank: int = 8
     lora_layers: int = 4
     lora_scale: float = 20.0
-    max_batch_tokens: int = 32768
+    max_batch_tokens: int = 65536
     seed: int = 0
 
     def __post_init__(self) -> None:
