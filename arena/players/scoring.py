@@ -40,8 +40,7 @@ class ScoringBatch:
     action_offsets: tuple[int, ...]  # decision d owns actions [offsets[d], offsets[d+1])
 
     @property
-    def tokens(self) -> int:
-        """Token positions run through the body (padding included)."""
+    def tokens(self) -> int:  # token positions run through the body, padding included
         return int(self.prompts.size + self.tails.size + sum(level.size for level in self.levels))
 
 
@@ -165,7 +164,7 @@ def _right_padded(rows: list[tuple[int, ...]], pad_id: int) -> tuple[np.ndarray,
     out = np.full((len(rows), width), pad_id, dtype=np.int32)
     for i, seq in enumerate(rows):
         out[i, : len(seq)] = seq
-    return out, np.asarray([len(seq) for seq in rows], dtype=np.int32)
+    return out, np.asarray(list(map(len, rows)), dtype=np.int32)
 
 
 def _checked(prompt: Sequence[int], legal: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
