@@ -120,8 +120,8 @@ def _common(a: tuple[int, ...], b: tuple[int, ...]) -> int:
 
 
 def _stems(prompts: list[tuple[int, ...]]) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]], list[int]]:
-    """Split prompts into shared stems and per-prompt tails (each tail >= 1 token), or ([prompts], [], []) when
-    no group of prompts shares MIN_STEM tokens. Groups are runs of the sorted prompts, so the split depends only
+    """Split prompts into shared stems and per-prompt tails (each tail >= 1 token), or (prompts, [], []) when that
+    saves no padded tokens. Groups are runs of the sorted prompts, so the split depends only
     on the set of prompts."""
     order = sorted(range(len(prompts)), key=prompts.__getitem__)
     groups: list[list[int]] = []
@@ -132,14 +132,15 @@ def _stems(prompts: list[tuple[int, ...]]) -> tuple[list[tuple[int, ...]], list[
                 groups[-1].append(i)
                 continue
         groups.append([i])
-    if all(len(g) == 1 for g in groups):
-        return prompts, [], []
-    stems, tails, tail_stem = [], [None] * len(prompts), [0] * len(prompts)
-    for group in groups:
+    stems, tails, tail_stem = [], [()] * len(prompts), [0] * len(prompts)
+    for group in groups:  # a lone prompt's stem is all but its last token
         cut = _group_stem(prompts, group) if len(group) > 1 else len(prompts[group[0]]) - 1
         for i in group:
             tails[i], tail_stem[i] = prompts[i][cut:], len(stems)
         stems.append(prompts[group[0]][:cut])
+    padded = len(stems) * max(map(len, stems)) + len(tails) * max(map(len, tails))
+    if padded >= len(prompts) * max(map(len, prompts)):  # stems that save no padded tokens are not worth a level
+        return prompts, [], []
     return stems, tails, tail_stem
 
 
@@ -160,8 +161,7 @@ def _left_padded(rows: list[tuple[int, ...]], pad_id: int) -> tuple[np.ndarray, 
 
 
 def _right_padded(rows: list[tuple[int, ...]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
-    width = max(map(len, rows), default=0)
-    out = np.full((len(rows), width), pad_id, dtype=np.int32)
+    out = np.full((len(rows), max(map(len, rows), default=0)), pad_id, dtype=np.int32)
     for i, seq in enumerate(rows):
         out[i, : len(seq)] = seq
     return out, np.asarray(list(map(len, rows)), dtype=np.int32)
