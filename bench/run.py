@@ -17,6 +17,8 @@ another's, and its peak RSS -- the largest resident set of any process in its tr
   training   tokens/s of arena's GRPO step (arena.train.grpo.step.GRPOUpdate) vs mlx-lm's LoRA training step
              (iterate_batches + default_loss + its compiled update) on the same model, decisions and batch size
              (target >= 0.8x).
+  scoring    games/s and peak RSS of arena's prefix-shared, head-only scoring vs the old full-row scoring, on a
+             real-vocabulary stand-in (Kuhn and Liar's Dice full view) and the embedded model (Liar's Dice compact).
 
 Ours and the reference are timed in alternation (ours, reference, ours, ...). The table shows each side's median;
 the ratio is the median over repetitions of the ratio of the two adjacent measurements, so a machine whose load
@@ -48,7 +50,8 @@ from arena.core.blas import ensure_fast_blas
 
 ensure_fast_blas()  # before anything imports mlx: the figures measure arena's BLAS
 
-FIGURES = ("blas", "rollouts", "hashing", "pipeline", "training")  # each one a module here with figure(quick)
+# Each one a module here with figure(quick).
+FIGURES = ("blas", "rollouts", "hashing", "pipeline", "training", "scoring")
 
 
 def run_figure_child(name: str, quick: bool, result: Path) -> None:

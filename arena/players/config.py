@@ -23,16 +23,18 @@ VIEWS = ("compact", "full")
 
 @dataclass(frozen=True)
 class MLXPlayerConfig:
-    """How a model is prompted and sampled; part of the player's config hash.
+    """How a model is prompted and sampled, and how much one scoring pass may hold; part of the player's config hash.
 
     ``enable_thinking`` is passed to the chat template (Qwen3's thinking switch); off, a thinking template closes
     an empty think block in the generation prompt, so each move is scored as the reply itself. Templates
-    without the switch ignore it.
+    without the switch ignore it. ``max_batch_tokens`` bounds each scoring pass (arena.players.scoring: padded
+    prompt tokens, action continuations with their copy of the prompt's keys and values, and output-head rows
+    weighted by the vocabulary's size); a player prints the memory it implies for its model when it loads.
     """
 
     view: str = "compact"
     temperature: float = 1.0
-    max_rows: int = 256
+    max_batch_tokens: int = 65536
     enable_thinking: bool = False
 
     def __post_init__(self) -> None:
@@ -40,7 +42,7 @@ class MLXPlayerConfig:
         require(isinstance(self.enable_thinking, bool), "player.enable_thinking", self.enable_thinking,
                 "must be true or false")
         require(self.temperature >= 0.0, "player.temperature", self.temperature, "must be >= 0 (0 = greedy)")
-        require(self.max_rows >= 1, "player.max_rows", self.max_rows, "must be >= 1")
+        require(self.max_batch_tokens >= 1, "player.max_batch_tokens", self.max_batch_tokens, "must be >= 1")
 
 
 class Sampling(Protocol):

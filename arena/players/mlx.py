@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,15 @@ from arena.games.base import Observation
 from arena.players.base import Decision, Player
 from arena.players.config import MLXPlayerConfig
 from arena.players.prompts import ChatPrompts, prompt_text
-from arena.players.scoring import action_loglik, build_batch, masked_log_softmax
+from arena.players.scoring import (
+    action_loglik,
+    bound_buffer_cache,
+    budget_note,
+    check_head,
+    masked_log_softmax,
+    model_shape,
+    pack_batches,
+)
 
 __all__ = ["MLXPlayer", "load_model", "load_tokenizer", "prompt_text"]
 
@@ -69,6 +78,11 @@ class MLXPlayer(Player):
         self.config = config or MLXPlayerConfig()
         self.spec = f"mlx:{self.path.as_posix()}"
         self.model, self.tokenizer = load_model(self.path)
+        check_head(self.model)
+        self.shape = model_shape(self.model)
+        bound_buffer_cache(self.config.max_batch_tokens * self.shape.token_bytes())
+        note = budget_note(self.shape, self.config.max_batch_tokens, "player.max_batch_tokens")
+        print(f"[arena] {self.spec}: {note}", file=sys.stderr)
         self.prompts = ChatPrompts(self.tokenizer, self.config.view, self.config.enable_thinking)
 
     def _prompt_ids(self, observation: Observation) -> tuple[int, ...]:
@@ -83,21 +97,22 @@ class MLXPlayer(Player):
         """Per observation, the probability of each legal action (in ``legal_actions`` order)."""
         return [np.exp(lp) for lp in self._log_policy(observations)]
 
+    def scoring_passes(self, observations: Sequence[Observation], max_tokens: int | None = None,
+                       key: str = "player.max_batch_tokens"):
+        """The observations' scoring passes under the token budget: (start, end, ScoringBatch) each."""
+        return pack_batches([self._prompt_ids(o) for o in observations],
+                            [[self._action_ids(a) for a in o.legal_actions] for o in observations],
+                            max_tokens or self.config.max_batch_tokens, self.shape.head_weight, key,
+                            pad_id=self.tokenizer.pad_token_id or 0)
+
     def _log_policy(self, observations: Sequence[Observation]) -> list[np.ndarray]:
         out: list[np.ndarray] = []
-        step = self.config.max_rows
-        for start in range(0, len(observations), step):
-            chunk = observations[start : start + step]
-            batch = build_batch(
-                [self._prompt_ids(o) for o in chunk],
-                [[self._action_ids(a) for a in o.legal_actions] for o in chunk],
-                pad_id=self.tokenizer.pad_token_id or 0,
-            )
+        temperature = self.config.temperature or 1.0
+        for _, _, batch in self.scoring_passes(observations):
             loglik = action_loglik(self.model, batch)
-            temperature = self.config.temperature or 1.0
             logp = np.array(masked_log_softmax(loglik, batch.action_offsets, temperature), dtype=np.float64)
             offsets = batch.action_offsets
-            out.extend(logp[offsets[i] : offsets[i + 1]] for i in range(len(chunk)))
+            out.extend(logp[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1))
         return out
 
     def act(self, observation: Observation) -> Decision:

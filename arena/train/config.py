@@ -117,6 +117,7 @@ class TrainConfig:
     lora_rank: int = 8
     lora_layers: int = 4
     lora_scale: float = 20.0
+    max_batch_tokens: int = 65536
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -131,6 +132,8 @@ class TrainConfig:
         require(self.invalid_penalty >= 0, "train.invalid_penalty", self.invalid_penalty, "must be >= 0")
         require(self.lora_rank >= 1, "train.lora_rank", self.lora_rank, "must be >= 1")
         require(self.lora_layers >= 1, "train.lora_layers", self.lora_layers, "must be >= 1")
+        require(self.max_batch_tokens >= 1, "train.max_batch_tokens", self.max_batch_tokens,
+                "must be >= 1 (tokens per micro-batch; the step accumulates gradients over micro-batches)")
 
 
 SAMPLING = ("latest", "uniform", "lagged")

@@ -22,6 +22,7 @@ from arena.games.base import Observation
 from arena.play.records import read_shard
 from arena.players.config import sampling_config
 from arena.players.mlx import MLXPlayer
+from arena.players.scoring import budget_note
 from arena.train.config import SelfPlayConfig, TrainConfig
 from arena.train.fuse import save_fused
 from arena.train.lora import adapter_config, attach_lora, check_trainable
@@ -98,14 +99,6 @@ def _learning_rate(config: TrainConfig, global_step: int) -> float:
     return config.lr
 
 
-def _scoring_batch(player: MLXPlayer, observations: Sequence[Observation]):
-    from arena.players.scoring import build_batch
-
-    return build_batch([player._prompt_ids(o) for o in observations],
-                       [[player._action_ids(a) for a in o.legal_actions] for o in observations],
-                       pad_id=player.tokenizer.pad_token_id or 0)
-
-
 def _chosen_logp(model, batch, chosen: np.ndarray, temperature: float):
     """Differentiable log-probability of each chosen action under the masked, tempered softmax."""
     import mlx.core as mx
@@ -119,6 +112,8 @@ def _chosen_logp(model, batch, chosen: np.ndarray, temperature: float):
 class GRPOUpdate:
     """One GRPO optimisation step of a player's model on some of its decisions (Adam with bias correction).
 
+    The decisions are scored in micro-batches of at most ``train.max_batch_tokens`` tokens; their gradients are
+    accumulated, each weighted by its share of the decisions, so the step equals one over the whole batch.
     ``train_round`` runs these; ``bench/training.py`` times the same object against mlx-lm's own trainer.
     """
 
@@ -130,6 +125,7 @@ class GRPOUpdate:
         from arena.train.grpo.loss import grpo_loss
 
         self.policy = policy
+        self.max_tokens = config.max_batch_tokens
         self.optimizer = optim.Adam(learning_rate=config.lr, bias_correction=True)
 
         def loss_fn(model, batch, chosen, old, reference_logp, advantages):
@@ -143,26 +139,41 @@ class GRPOUpdate:
                  logp_ref: np.ndarray, advantages: np.ndarray, learning_rate: float) -> dict[str, Any]:
         """Update the model once; returns the loss, metrics, learning rate and tokens run through the model."""
         import mlx.core as mx
+        from mlx.utils import tree_map
 
-        model = self.policy.model
-        batch = _scoring_batch(self.policy, observations)
+        model, total = self.policy.model, len(observations)
+        loss = grads = None
+        metrics: dict[str, Any] = {}
+        tokens = 0
+        for start, end, batch in self.policy.scoring_passes(observations, self.max_tokens, "train.max_batch_tokens"):
+            part = slice(start, end)
+            (part_loss, part_metrics), part_grads = self._value_and_grad(
+                model, batch, chosen[part], mx.array(logp_old[part], dtype=mx.float32),
+                mx.array(logp_ref[part], dtype=mx.float32), mx.array(advantages[part], dtype=mx.float32))
+            if end - start != total:  # micro-batch means, weighted by their share of the decisions
+                share = (end - start) / total
+                part_loss, part_metrics = part_loss * share, {k: v * share for k, v in part_metrics.items()}
+                part_grads = tree_map(lambda g, s=share: g * s, part_grads)
+            if grads is None:
+                loss, metrics, grads = part_loss, part_metrics, part_grads
+            else:
+                loss, grads = loss + part_loss, tree_map(lambda a, b: a + b, grads, part_grads)
+                metrics = {k: metrics[k] + v for k, v in part_metrics.items()}
+            mx.eval(grads, loss, metrics)
+            tokens += batch.tokens
         self.optimizer.learning_rate = learning_rate
-        (loss, metrics), grads = self._value_and_grad(
-            model, batch, chosen, mx.array(logp_old, dtype=mx.float32),
-            mx.array(logp_ref, dtype=mx.float32), mx.array(advantages, dtype=mx.float32))
         self.optimizer.update(model, grads)
         mx.eval(model.parameters(), self.optimizer.state, loss, metrics)
         return {"loss": loss.item(), "kl": metrics["kl"].item(), "clip_fraction": metrics["clip_fraction"].item(),
-                "lr": float(self.optimizer.learning_rate.item()), "tokens": int(batch.tokens.size)}
+                "lr": float(self.optimizer.learning_rate.item()), "tokens": tokens}
 
 
 def _reference_logp(ref: MLXPlayer, data: Decisions, keep: np.ndarray, temperature: float) -> np.ndarray:
-    """The reference's log-probability of each kept decision's choice (0 for the others), 1024 decisions a batch."""
+    """The reference's log-probability of each kept decision's choice (0 for the others), in scoring passes."""
     logp_ref = np.zeros(len(data.chosen))
-    for part in np.array_split(keep, max(1, math.ceil(len(keep) / 1024))):
-        if len(part):
-            batch = _scoring_batch(ref, [data.observations[i] for i in part])
-            logp_ref[part] = np.array(_chosen_logp(ref.model, batch, data.chosen[part], temperature))
+    for start, end, batch in ref.scoring_passes([data.observations[i] for i in keep]):
+        part = keep[start:end]
+        logp_ref[part] = np.array(_chosen_logp(ref.model, batch, data.chosen[part], temperature))
     return logp_ref
 
 
@@ -215,6 +226,9 @@ def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, 
     logp_ref = _reference_logp(ref, data, keep, selfplay.temperature)
     if config.method == "lora":
         attach_lora(policy.model, config, snapshot)
+    print(f"[arena] train r{round_number}: "
+          f"{budget_note(policy.shape, config.max_batch_tokens, 'train.max_batch_tokens', training=True)}",
+          file=sys.stderr)
     update = GRPOUpdate(policy, config, selfplay.temperature)
     log = _run_steps(update, data, keep, logp_ref, config, round_number, progress)
     timing = [{"step": row["step"], "tokens_per_sec": row.pop("tokens_per_sec")} for row in log if "loss" in row]
