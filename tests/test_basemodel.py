@@ -116,3 +116,14 @@ def test_failed_build_leaves_nothing(tmp_path, monkeypatch):
 def test_pin_of_non_model_directory(tmp_path):
     with pytest.raises(PinError, match="has no config.json"):
         model_pin(tmp_path)
+
+
+def test_every_poker_action_is_one_token_of_the_embedded_tokenizer(tmp_path):
+    """Masked scoring sums an action's token log-probs: a 6-token [raise] beside 1-token [check] starts at ~1e-15
+    probability in a random model, and a policy gradient can never raise it (measured on Leduc)."""
+    from mlx_lm.utils import load_tokenizer
+
+    build_base(BaseConfig(), tmp_path / "base")
+    tokenizer = load_tokenizer(tmp_path / "base")
+    for action in ("[check]", "[bet]", "[call]", "[fold]", "[raise]"):
+        assert len(tokenizer.encode(action, add_special_tokens=False)) == 1, action

@@ -23,7 +23,7 @@ SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 # Action strings and view keywords get their own tokens so a decision's prompt stays tens of tokens
 # long and every legal action of a tiny model is scored from as few positions as possible.
 GAME_TOKENS = (
-    "[check]", "[bet]", "[call]", "[fold]", "[Call]", "[Bid:",
+    "[check]", "[bet]", "[call]", "[fold]", "[raise]", "[Call]", "[Bid:",
     "card:", "history:", "board:", "mark:", "piles:", "dice:", "bid:", "you:", "opponent:", "action:",
 )
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
