@@ -73,14 +73,19 @@ def build_tokenizer(out_dir: Path, config: BaseConfig) -> None:
     tokenizer.train_from_iterator(game_corpus(config.seed), trainer=trainer)
     tokenizer.add_tokens([AddedToken(t, normalized=False, single_word=False) for t in GAME_TOKENS])
     tokenizer.save(str(out_dir / "tokenizer.json"))
+    write_tokenizer_config(out_dir, CHATML_TEMPLATE, config.max_position_embeddings)
+
+
+def write_tokenizer_config(out_dir: Path, chat_template: str, max_length: int) -> None:
+    """The tokenizer_config.json of a model built here: a fast tokenizer, ChatML's eos and pad, ``chat_template``."""
     atomic_write_json(out_dir / "tokenizer_config.json", {
         "tokenizer_class": "PreTrainedTokenizerFast",
-        "chat_template": CHATML_TEMPLATE,
+        "chat_template": chat_template,
         "bos_token": None,
         "eos_token": "<|im_end|>",
         "pad_token": "<|endoftext|>",
         "unk_token": None,
-        "model_max_length": config.max_position_embeddings,
+        "model_max_length": max_length,
         "clean_up_tokenization_spaces": False,
     })
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from arena.core.artifacts import atomic_write_json
 from arena.core.config import ConfigError
+from arena.train.basemodel import write_tokenizer_config
 from arena.train.config import BaseConfig
 
 # Modelled on Qwen3's own template (tools left out): the system message first, the empty think block on the last
@@ -93,16 +94,7 @@ def build_standin_tokenizer(out_dir: Path, config: BaseConfig) -> tuple[int, int
     tokenizer.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in SPECIAL_TOKENS])
     tokenizer.add_tokens([AddedToken(t, normalized=False, special=False) for t in THINK_TOKENS])
     tokenizer.save(str(out_dir / "tokenizer.json"))
-    atomic_write_json(out_dir / "tokenizer_config.json", {
-        "tokenizer_class": "PreTrainedTokenizerFast",
-        "chat_template": QWEN3_TEMPLATE,
-        "bos_token": None,
-        "eos_token": "<|im_end|>",
-        "pad_token": "<|endoftext|>",
-        "unk_token": None,
-        "model_max_length": config.max_position_embeddings,
-        "clean_up_tokenization_spaces": False,
-    })
+    write_tokenizer_config(out_dir, QWEN3_TEMPLATE, config.max_position_embeddings)
     return tokenizer.get_vocab_size(), tokenizer.token_to_id("<|im_end|>")
 
 
