@@ -1,0 +1,19 @@
+"""Arena's standard Kuhn poker (ante 1, bet 1; net chips as reward) as a verifiers environment (`eval arena-kuhn`); the game is arena's."""
+
+from typing import Literal
+
+import verifiers.v1 as vf
+from arena_vf import ArenaChatHarness, ArenaGameConfig, ArenaGameEnv, ArenaGameTask, ArenaGameTaskset
+
+
+class KuhnConfig(ArenaGameConfig):
+    """``--env.taskset.variant`` and ``--env.taskset.seed-start`` as for every arena game; the game is fixed."""
+
+    game: Literal["kuhn"] = "kuhn"
+
+
+class KuhnTaskset(ArenaGameTaskset, vf.Taskset[ArenaGameTask, KuhnConfig]):
+    """Task k: kuhn on seed ``seed_start + k``, role ``player_a`` in seat ``k % 2``."""
+
+
+__all__ = ["ArenaChatHarness", "ArenaGameEnv", "KuhnConfig", "KuhnTaskset"]
