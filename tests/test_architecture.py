@@ -13,7 +13,8 @@ MAX_LINES = 400
 
 def _room(path: Path) -> str:
     parts = path.relative_to(ROOT / "arena").parts
-    return parts[0] if len(parts) > 1 else path.stem
+    # A top-level module is its own room, except cli_*.py: more commands of the cli room (cli.py is at the limit).
+    return parts[0] if len(parts) > 1 else path.stem.split("_")[0] if path.stem.startswith("cli_") else path.stem
 
 
 def _imports(path: Path) -> set[str]:
