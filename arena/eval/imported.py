@@ -148,7 +148,8 @@ def replayed(record: Mapping[str, Any], where: str) -> dict[str, Any]:
     try:
         result = replay(game_id, record.get("variant"), seed, actions)
     except (ValueError, RuntimeError) as error:
-        raise TraceImportError(f"{label} does not replay ({error}); the trace is rejected") from None
+        raise TraceImportError(f"{label} (claimed transcript digest {record.get('transcript_digest')}) does not "
+                               f"replay ({error}); the trace is rejected") from None
     if result.transcript_digest != record.get("transcript_digest"):
         raise TraceImportError(
             f"{label}: the actions replay to transcript digest {result.transcript_digest}, the trace claims "
