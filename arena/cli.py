@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import click
 
 import arena
-from arena.core.blas import ensure_fast_blas
 from arena.cli_traces import import_traces
+from arena.core.blas import ensure_fast_blas
 from arena.core.errors import ArenaError
 
 if TYPE_CHECKING:

@@ -9,13 +9,17 @@ same score cards, replays and digests apply.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
+
+from tqdm import tqdm
 
 from arena.games.base import Game, Observation
 from arena.games.registry import get_spec, make_game
-from arena.play.match import MAX_ACTIONS
+from arena.play.match import MAX_ACTIONS, Slot, sample_key
+from arena.players.base import Player
 from arena.players.config import DEFAULT_SYSTEM_PROMPT
 from arena.players.frontier_reply import parse_action
 
@@ -143,3 +147,33 @@ class ExternalGame:
         if record["rewards"] is None:
             return 0.0
         return float(record["rewards"][self.task.seat_of(role)])
+
+
+def play_external(game_id: str, players: tuple[Player, Player], schedule: Sequence[Slot], *,
+                  variant: Mapping[str, Any] | None = None, progress: bool = False) -> list[dict[str, Any]]:
+    """``play_match``'s contract, played the exported environment's way: each decision goes out as the prompt a
+    seat's model sees and comes back as reply text that ``ExternalGame.submit`` parses (players[0] is role A).
+
+    This is how the reward-audit gate runs against an exported environment (``arena.play.probe``): a degenerate
+    policy must not score through the env's prompt, parser and re-prompts either.
+    """
+    if len({players[0].spec, players[1].spec}) != 2:
+        raise ValueError(f"two different player specs are needed, got {players[0].spec!r} twice")
+    by_role = dict(zip(ROLES, players, strict=True))
+    pins = {role: player.pin() for role, player in by_role.items()}  # once: a scripted pin digests source code
+    records = []
+    for index, slot in enumerate(tqdm(schedule, desc=f"{game_id} (exported env)", unit="game", file=sys.stderr,
+                                      disable=None if progress else True, leave=False)):
+        task = GameTask(index, game_id, get_spec(game_id).validate_variant(variant), slot.seed, slot.first_seat)
+        game = ExternalGame(task, {role: player.spec for role, player in by_role.items()})
+        while not game.done:
+            observation = replace(game.game.observation(), sample_key=sample_key(slot, len(game.game.actions)))
+            decision = by_role[game.role_to_act].act(observation)
+            if decision.error is not None:
+                game.stop(decision.error)
+                break
+            game.submit(decision.action)
+        record = game.record()
+        record.update(salt=slot.salt, pins=[pins[task.role_of(0)], pins[task.role_of(1)]])
+        records.append(record)
+    return records

@@ -1,4 +1,4 @@
-"""Arena's standard Kuhn poker (ante 1, bet 1; net chips as reward) as a verifiers environment (`eval arena-kuhn`); the game is arena's."""
+"""`eval arena-kuhn`: arena's kuhn game as a verifiers environment (the game logic is arena's)."""
 
 from typing import Literal
 

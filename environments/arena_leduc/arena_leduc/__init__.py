@@ -1,4 +1,4 @@
-"""Leduc Hold'em, OpenSpiel's standard rules (net chips as reward) as a verifiers environment (`eval arena-leduc`); the game is arena's."""
+"""`eval arena-leduc`: arena's leduc game as a verifiers environment (the game logic is arena's)."""
 
 from typing import Literal
 

@@ -1,4 +1,4 @@
-"""Two-player Liar's Dice (+1/-1) as a verifiers environment (`eval arena-liarsdice`); the game is arena's."""
+"""`eval arena-liarsdice`: arena's liarsdice game as a verifiers environment (the game logic is arena's)."""
 
 from typing import Literal
 

@@ -1,4 +1,4 @@
-"""Nim, last object wins (+1/-1) as a verifiers environment (`eval arena-nim`); the game is arena's."""
+"""`eval arena-nim`: arena's nim game as a verifiers environment (the game logic is arena's)."""
 
 from typing import Literal
 

@@ -1,4 +1,4 @@
-"""TicTacToe (+1/-1/0) as a verifiers environment (`eval arena-tictactoe`); the game is arena's."""
+"""`eval arena-tictactoe`: arena's tictactoe game as a verifiers environment (the game logic is arena's)."""
 
 from typing import Literal
 
