@@ -69,22 +69,14 @@ def _import_and_verify(traces: Path, project: Path) -> dict:
 
 
 @pytest.mark.slow
-def test_kuhn_through_verifiers_eval_imports_and_verifies(tmp_path):
-    with PolicyServer() as server:
-        traces = vf_eval(tmp_path, "arena-kuhn", "random", "first", server.base_url, 2)
-        assert {r["model"] for r in server.requests} == {"random", "first"}  # a different model in each seat
-    board = _import_and_verify(traces, _project(tmp_path, "kuhn", 2))
-    assert {row["player"].split("@")[0] for row in board["ranking"]} == {"openai:random", "openai:first"}
-
-
-@pytest.mark.slow
 @pytest.mark.parametrize("game", ["tictactoe", "nim", "liarsdice", "leduc"])
 def test_every_other_game_through_verifiers_eval(tmp_path, game):
     with PolicyServer() as server:
-        traces = vf_eval(tmp_path, f"arena-{game}", "random", "first", server.base_url, 2)
-    records = import_records([traces])
-    assert len(records) == 2 and all(not r["errored"] for r in records)
-    _import_and_verify(traces, _project(tmp_path, game, 2))
+        traces = vf_eval(tmp_path, f"arena-{game}", "random", "first", server.base_url, 1)
+        assert {r["model"] for r in server.requests} == {"random", "first"}  # a different model in each seat
+    (record,) = import_records([traces])
+    assert not record["errored"] and record["turns"] >= 2
+    _import_and_verify(traces, _project(tmp_path, game, 1))
 
 
 @pytest.mark.slow
@@ -92,12 +84,12 @@ def test_every_other_game_through_verifiers_eval(tmp_path, game):
 def test_degenerate_agents_cannot_score_in_the_exported_env(tmp_path, degenerate):
     """The probe gate's degenerate checks, run through verifiers' real machinery on the exported Kuhn env."""
     with PolicyServer() as server:
-        traces = vf_eval(tmp_path, "arena-kuhn", degenerate, "random", server.base_url, 6)
-    board = import_traces([traces], tmp_path / "cards", params=_project(tmp_path, "kuhn", 6) / "params.yaml")
-    (pair,) = board["pairs"]
-    summary = pair["summary"]
-    assert summary["games"] == 6 and summary["wins"]["p0"] == 0, summary
-    assert summary["mean_reward"]["p0"] < 0, summary
+        traces = vf_eval(tmp_path, "arena-kuhn", degenerate, "random", server.base_url, 4)
+    board = import_traces([traces], tmp_path / "cards", params=_project(tmp_path, "kuhn", 4) / "params.yaml")
+    (pair,) = board["pairs"]  # the card's summary, p0 = player_a = the degenerate agent
+    assert pair["p0"].startswith(f"openai:{degenerate}@")
+    assert pair["games"] == 4 and pair["wins"]["p0"] == 0, pair
+    assert pair["mean_reward"]["p0"] < 0, pair
 
 
 @pytest.fixture(scope="module")
