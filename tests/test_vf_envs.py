@@ -43,8 +43,9 @@ def vf_eval(tmp: Path, env_id: str, model_a: str, model_b: str, base_url: str, g
             *extra: str) -> Path:
     """Run verifiers' eval of ``env_id`` (role A = ``model_a``, role B = ``model_b``); return its traces.jsonl."""
     out = tmp / "outputs"
+    serve = [] if any(arg.startswith("--serve") for arg in extra) else ["--no-serve"]
     args = [*EVAL, env_id, "--model", model_a, "--env.player-b.model", model_b, "--client.base-url", base_url,
-            "--client.api-key-var", "ARENA_TEST_NO_KEY", "-n", str(games), "--no-serve", "--no-rich", "--no-push",
+            "--client.api-key-var", "ARENA_TEST_NO_KEY", "-n", str(games), *serve, "--no-rich", "--no-push",
             "-o", str(out), *extra]
     done = subprocess.run(args, env=_env(tmp), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
@@ -69,7 +70,7 @@ def _import_and_verify(traces: Path, project: Path) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("game", ["tictactoe", "nim", "liarsdice", "leduc"])
+@pytest.mark.parametrize("game", ["tictactoe", "liarsdice", "leduc"])
 def test_every_other_game_through_verifiers_eval(tmp_path, game):
     with PolicyServer() as server:
         traces = vf_eval(tmp_path, f"arena-{game}", "random", "first", server.base_url, 1)
@@ -77,6 +78,21 @@ def test_every_other_game_through_verifiers_eval(tmp_path, game):
     (record,) = import_records([traces])
     assert not record["errored"] and record["turns"] >= 2
     _import_and_verify(traces, _project(tmp_path, game, 1))
+
+
+@pytest.mark.slow
+def test_served_mode_with_an_endpoint_per_seat(tmp_path):
+    """verifiers' default env-server worker pool (prime-rl's path), and player_b on its own endpoint."""
+    with PolicyServer() as first, PolicyServer() as second:
+        traces = vf_eval(tmp_path, "arena-nim", "random", "first", first.base_url, 2, "--serve.max-concurrent", "2",
+                         "--env.player-b.client.type", "eval", "--env.player-b.client.base-url", second.base_url,
+                         "--env.player-b.client.api-key-var", "ARENA_TEST_NO_KEY")
+        assert {r["model"] for r in first.requests} == {"random"}
+        assert {r["model"] for r in second.requests} == {"first"}
+    records = import_records([traces])
+    assert {tuple(sorted(r["players"])) for r in records} == {
+        (f"openai:first@{second.base_url}", f"openai:random@{first.base_url}")}
+    _import_and_verify(traces, _project(tmp_path, "nim", 2))
 
 
 @pytest.mark.slow

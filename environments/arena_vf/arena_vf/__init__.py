@@ -110,13 +110,14 @@ class ArenaGameEnv(vf.Env[ArenaGameEnvConfig]):
                     game.stop(f"{role}'s run ended (a turn or token limit) before the game did")
                     break
                 game.submit(segment.last_reply)
-        record = game.record()
-        for role, talk in talks.items():
-            trace = talk.trace
-            trace.record_reward(REWARD, game.reward(role), 1.0)
-            trace.info[INFO_KEY] = {**record, "role": role, "seat": game_spec.seat_of(role),
-                                    "model": str(roles[role].config.model),
-                                    "base_url": roles[role].ctx.client.base_url}
+            # Recorded before the interactions close, so verifiers' own rollout log and scoring see them.
+            record = game.record()
+            for role, talk in talks.items():
+                trace = talk.trace
+                trace.record_reward(REWARD, game.reward(role), 1.0)
+                trace.info[INFO_KEY] = {**record, "role": role, "seat": game_spec.seat_of(role),
+                                        "model": str(roles[role].config.model),
+                                        "base_url": roles[role].ctx.client.base_url}
 
 
 class ArenaChatHarness(NullHarness):
