@@ -168,3 +168,15 @@ def test_an_edited_action_that_still_finishes_the_game_is_rejected_by_digest(tmp
     claimed = episode["traces"][0]["info"]["arena"]["transcript_digest"]
     with pytest.raises(TraceImportError, match=rf"replay to transcript digest [0-9a-f]+, the trace claims {claimed}"):
         import_records([_write(tmp_path / "traces.jsonl", episodes)])
+
+
+def test_a_malformed_record_is_named_not_a_traceback(tmp_path):
+    episodes = _episodes()
+    for trace in episodes[0]["traces"]:
+        del trace["info"]["arena"]["actions"]
+    with pytest.raises(TraceImportError, match="no list of actions to replay"):
+        import_records([_write(tmp_path / "traces.jsonl", episodes)])
+    for trace in episodes[1]["traces"]:
+        del trace["info"]["arena"]["model"]
+    with pytest.raises(TraceImportError, match="malformed arena game record"):
+        import_records([_write(tmp_path / "traces.jsonl", episodes[1:])])

@@ -191,6 +191,10 @@ def _schedule_order(records: Sequence[Mapping[str, Any]], config: EvalConfig, wh
             f"{where}: the eval section asks for seeds {seeds.start}..{seeds.stop - 1}; the traces lack "
             f"{len(missing)} of them and hold {len(extra)} others. Run the environment on exactly those seeds: "
             f"--env.taskset.seed-start {seeds.start} -n {len(seeds)}")
+    for seed in config.seeds:
+        if by_seed[seed]["first_seat"] != (seed - config.seeds.start) % 2:
+            raise TraceImportError(f"{where}: seed {seed} has player_a in seat {by_seed[seed]['first_seat']}; the "
+                                   "schedule puts it in seat (seed - first eval seed) % 2, so seats swap every game")
     return [by_seed[seed] for seed in config.seeds]
 
 
@@ -229,7 +233,11 @@ def import_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     """Every game of the traces, checked and replayed (the first bad one raises TraceImportError)."""
     records = []
     for where, episode in read_episodes(paths):
-        record = replayed(episode_record(episode, where), where)
+        try:
+            record = replayed(episode_record(episode, where), where)
+        except (KeyError, TypeError, AttributeError) as error:
+            raise TraceImportError(f"{where}: a malformed arena game record ({type(error).__name__}: {error}); "
+                                   "the traces were edited or not written by arena's environments") from None
         _check_claims(record, where)
         records.append(record)
     if not records:
