@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from arena.cli import main
+from arena.eval.config import EvalConfig
 from arena.eval.imported import TraceImportError, import_records, import_traces
 from arena.eval.scorecards import CARD_SUFFIX, card_digest, load_archive
 from arena.eval.verdict import MATCH, MISMATCH
@@ -180,3 +181,22 @@ def test_a_malformed_record_is_named_not_a_traceback(tmp_path):
         del trace["info"]["arena"]["model"]
     with pytest.raises(TraceImportError, match="malformed arena game record"):
         import_records([_write(tmp_path / "traces.jsonl", episodes[1:])])
+
+
+def test_imported_cards_join_a_leaderboard_with_arena_played_cards(repo):
+    """Same eval section, so an imported card and a card arena played rank together."""
+    from arena.eval.config import GameEntry
+    from arena.eval.leaderboard import build_leaderboard
+    from arena.eval.scorecards import make_scorecard
+    from arena.play.match import Slot, play_match
+    from arena.players.scripted import make_scripted
+
+    imported = json.loads(_import(repo, TRACES).read_text())
+    config = EvalConfig.from_dict(imported["eval_config"])
+    players = (make_scripted("oracle"), make_scripted("staller"))
+    records = play_match("kuhn", players, [Slot(s, k % 2) for k, s in enumerate(config.seeds)], progress=False)
+    played = make_scorecard(config, GameEntry("kuhn", {}), "oracle", "staller", records)
+    board = build_leaderboard([imported, played])
+    assert sorted(board["cards"]) == sorted([imported["digest"], played["digest"]])
+    assert {row["player"].split("@")[0] for row in board["ranking"]} == {"openai:random", "openai:first", "oracle",
+                                                                          "staller"}
