@@ -79,7 +79,7 @@ def _seat_agent() -> vf.AgentConfig:
 
 
 class ArenaGameEnvConfig(vf.EnvConfig):
-    """Two roles; ``--env.player_b.model`` (and ``.client.base_url``) put a different model in the second."""
+    """Two roles; ``--env.player-b.model`` (and ``--env.player-b.client.*``) put another model in the second."""
 
     player_a: vf.AgentConfig = _seat_agent()
     player_b: vf.AgentConfig = _seat_agent()
