@@ -1,6 +1,7 @@
 """arena's exported verifiers environments run by verifiers' own eval command; import-traces accepts what it writes.
 
-The chat endpoints are on 127.0.0.1: ``policy_server.py`` (scripted policies chosen by the request's model)
+The fast tests load each package through verifiers' own loaders; the slow ones run eval. The chat endpoints are on
+127.0.0.1: ``policy_server.py`` (scripted policies chosen by the request's model)
 and, in the slow test, ``mlx_lm server`` with a different seeded model in each seat. Needs the
 ``verifiers`` extra (CI installs it with the environment packages); without it these tests are skipped.
 """
@@ -67,6 +68,31 @@ def _import_and_verify(traces: Path, project: Path) -> dict:
     result = verify_scorecard(card, repo=project)
     assert result.verdict == MATCH, result.report()
     return board
+
+
+GAMES = ("kuhn", "tictactoe", "nim", "liarsdice", "leduc")
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_each_package_loads_through_verifiers_loaders(game, monkeypatch):
+    """What verifiers resolves from the id ``arena-<game>``: the taskset, its config, the env, the default harness."""
+    import itertools
+
+    from verifiers.v1.utils import loaders
+
+    for package in ("arena_vf", f"arena_{game}"):
+        if importlib.util.find_spec(package) is None:
+            monkeypatch.syspath_prepend(str(ROOT / "environments" / package))
+    env_id = f"arena-{game}"
+    config_type = loaders.taskset_config_type(env_id)
+    assert config_type().game == game
+    assert loaders.environment_class(env_id).__name__ == "ArenaGameEnv"
+    assert loaders.default_harness_id(env_id) == env_id  # the package's own harness: no uv, no sandbox
+    assert {"player_a", "player_b"} <= set(loaders.env_config_type(env_id).model_fields)
+    taskset = loaders.load_taskset(config_type(id=env_id, seed_start=40))
+    tasks = [task.data for task in itertools.islice(taskset, 3)]
+    assert [(t.seed, t.first_seat, t.prompt) for t in tasks] == [(40, 0, None), (41, 1, None), (42, 0, None)]
+    assert taskset.INFINITE
 
 
 @pytest.mark.slow
