@@ -200,3 +200,22 @@ def test_imported_cards_join_a_leaderboard_with_arena_played_cards(repo):
     assert sorted(board["cards"]) == sorted([imported["digest"], played["digest"]])
     assert {row["player"].split("@")[0] for row in board["ranking"]} == {"openai:random", "openai:first", "oracle",
                                                                           "staller"}
+
+
+def test_an_errored_game_scores_nobody_but_must_replay_unfinished(tmp_path, repo):
+    episodes = _episodes()
+    for trace in episodes[0]["traces"]:
+        info = trace["info"]["arena"]
+        info.update(errored=True, error="player_b's run ended", actions=info["actions"][:1])
+        trace["rewards"]["outcome"]["score"] = 0.0
+    path = _write(tmp_path / "traces.jsonl", episodes)
+    (errored,) = [r for r in import_records([path]) if r["errored"]]
+    assert errored["rewards"] is None and errored["transcript_digest"] is None
+    board = import_traces([path], repo / "cards", params=repo / "params.yaml")
+    assert board["pairs"][0]["errored"] == 1
+    (card,) = sorted((repo / "cards").glob(f"*{CARD_SUFFIX}"))
+    assert verify_scorecard(card, repo=repo).verdict == MATCH
+    for trace in episodes[0]["traces"]:
+        trace["info"]["arena"]["actions"] = ["[check]", "[check]", "[check]"]  # finishes the game, then one more
+    with pytest.raises(TraceImportError, match="marked errored and its actions do not replay"):
+        import_records([_write(tmp_path / "traces.jsonl", episodes)])

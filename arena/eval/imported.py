@@ -139,9 +139,12 @@ def replayed(record: Mapping[str, Any], where: str) -> dict[str, Any]:
         raise TraceImportError(f"{where}: {game_id} seed {seed} has no list of actions to replay")
     label = f"{where}: {game_id} seed {seed}"
     if record.get("errored"):
-        game = make_game(game_id, seed, record.get("variant"))
-        for action in actions:
-            game.step(action)
+        try:
+            game = make_game(game_id, seed, record.get("variant"))
+            for action in actions:
+                game.step(action)
+        except (ValueError, RuntimeError) as error:
+            raise TraceImportError(f"{label} is marked errored and its actions do not replay ({error})") from None
         if game.done:
             raise TraceImportError(f"{label} is marked errored, yet its actions finish the game; the trace was edited")
         return {**record, "rewards": None, "round_rewards": None, "invalid_moves": None, "transcript_digest": None}
