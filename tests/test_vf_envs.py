@@ -126,7 +126,9 @@ def test_served_mode_with_an_endpoint_per_seat(tmp_path):
 def test_degenerate_agents_cannot_score_in_the_exported_env(tmp_path, degenerate):
     """The probe gate's degenerate checks, run through verifiers' real machinery on the exported Kuhn env."""
     with PolicyServer() as server:
-        traces = vf_eval(tmp_path, "arena-kuhn", degenerate, "random", server.base_url, 4)
+        traces = vf_eval(tmp_path, "arena-kuhn", degenerate, "random", server.base_url, 4, "--env.fixed-opponent")
+    agents = [trace["agent"] for line in traces.read_text().splitlines() for trace in json.loads(line)["traces"]]
+    assert {(a["name"], a["trainable"]) for a in agents} == {("player_a", True), ("player_b", False)}
     board = import_traces([traces], tmp_path / "cards", params=_project(tmp_path, "kuhn", 4) / "params.yaml")
     (pair,) = board["pairs"]  # the card's summary, p0 = player_a = the degenerate agent
     assert pair["p0"].startswith(f"openai:{degenerate}@")

@@ -83,6 +83,8 @@ class ArenaGameEnvConfig(vf.EnvConfig):
 
     player_a: vf.AgentConfig = _seat_agent()
     player_b: vf.AgentConfig = _seat_agent()
+    fixed_opponent: bool = False
+    """``player_b`` is a fixed opponent: its traces are marked untrainable (a trainer learns from player_a only)."""
 
 
 def _task_of(task: vf.Task) -> Any:
@@ -95,6 +97,10 @@ def _task_of(task: vf.Task) -> Any:
 
 class ArenaGameEnv(vf.Env[ArenaGameEnvConfig]):
     """One game per episode: each role's agent is a real rollout, the caller (this env) relays the game."""
+
+    async def setup(self, agents) -> None:
+        if self.config.fixed_opponent:
+            agents.player_b.trainable = False
 
     async def run(self, task, agents) -> None:
         game_spec = _task_of(task)
