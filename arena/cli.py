@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 import arena
+from arena.cli_traces import import_traces
 from arena.core.blas import ensure_fast_blas
 from arena.core.errors import ArenaError
 
@@ -32,7 +33,7 @@ _thinking = click.option("--thinking/--no-thinking", default=False, show_default
                          help="MLX players' enable_thinking (chat templates with a thinking switch)")
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Group, commands=[import_traces], context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(arena.__version__, prog_name="arena")
 def main() -> None:
     """arena: post-train small local models by self-play in games, as a reproducible DVC build."""

@@ -11,9 +11,14 @@ LAYERS = ("core", "games", "players", "play", "train", "eval", "report", "pipeli
 MAX_LINES = 400
 
 
+def _layer(name: str) -> str:
+    """A top-level module is its own room, except ``cli_*.py``: more commands of the cli room (cli.py is full)."""
+    return "cli" if name.startswith("cli_") else name
+
+
 def _room(path: Path) -> str:
     parts = path.relative_to(ROOT / "arena").parts
-    return parts[0] if len(parts) > 1 else path.stem
+    return parts[0] if len(parts) > 1 else _layer(path.stem)
 
 
 def _imports(path: Path) -> set[str]:
@@ -24,7 +29,7 @@ def _imports(path: Path) -> set[str]:
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names = [node.module]
-        rooms.update(name.split(".")[1] for name in names if name.startswith("arena.") and name.count(".") >= 1)
+        rooms.update(_layer(name.split(".")[1]) for name in names if name.startswith("arena.") and name.count(".") >= 1)
     return rooms
 
 

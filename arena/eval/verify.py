@@ -26,6 +26,7 @@ from arena.core.hashing import digest_config
 from arena.eval.codecheck import CodeCheck, compare_code
 from arena.eval.config import EvalConfig, GameEntry, TournamentConfig
 from arena.eval.errors import TournamentError
+from arena.eval.imported import is_imported, rederive_card
 from arena.eval.locate import locate_model
 from arena.eval.scorecards import make_scorecard, verify_card
 from arena.eval.verdict import (
@@ -185,6 +186,19 @@ def _compare_code(card: Mapping[str, Any], result: VerifyResult) -> CodeCheck:
     return code
 
 
+def _verify_imported(card: Mapping[str, Any], code: CodeCheck, result: VerifyResult) -> VerifyResult:
+    """A card imported from verifiers traces: its models sat behind endpoints, so its games are re-derived
+    from the actions the card records, by arena's rules, and the rebuilt card must be identical."""
+    try:
+        here = rederive_card(card, code.here)
+    except (ArenaError, ValueError, RuntimeError, KeyError, TypeError) as error:
+        return result._fail(Difference("outcomes (replay)", "replayable actions", "rejected", str(error)))
+    result.games, result.summary = len(here["outcomes"]), here["summary"]
+    result.notes.append("imported card: every game was re-played from its recorded actions by arena's rules "
+                        "(the models are not re-run)")
+    return note_code_difference(compare_replay(card, here, result))
+
+
 def verify_scorecard(path: str | Path, *, repo: str | Path = ".", section: str | None = None,
                      strict: bool = False, fetch: bool = True) -> VerifyResult:
     """Re-derive the score card at ``path`` from its pins in the repository ``repo``.
@@ -209,6 +223,8 @@ def verify_scorecard(path: str | Path, *, repo: str | Path = ".", section: str |
     wrong_eval = _eval_difference(card, params)
     if wrong_eval is not None:
         return result._fail(wrong_eval)
+    if is_imported(card):
+        return _verify_imported(card, code, result)
     with tempfile.TemporaryDirectory(prefix="arena-verify-") as scratch:
         players = _rebuild_players(card, repo, params, section, Path(scratch), fetch, result)
         if players is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from arena.games.base import Observation
@@ -12,6 +12,9 @@ from arena.play.match import duplicate_schedule, play_match
 from arena.play.stats import CHIP_GAMES, summarize_match
 from arena.players.base import Decision, Player
 from arena.players.scripted import make_scripted
+
+# play_match's signature: (game, players, schedule, *, progress) -> one record per scheduled game.
+PlayFn = Callable[..., list[dict]]
 
 
 @dataclass(frozen=True)
@@ -64,15 +67,19 @@ def _chips_per_round(records: list[dict], seat_of: str) -> list[float]:
     return chips
 
 
-def audit_game(game: str, config: ProbeConfig, progress: bool = False) -> list[Check]:
-    """All checks for one game, each from its own match on fixed seeds."""
+def audit_game(game: str, config: ProbeConfig, progress: bool = False, play: PlayFn = play_match) -> list[Check]:
+    """All checks for one game, each from its own match on fixed seeds.
+
+    ``play`` plays the matches: arena's runner, or ``arena.play.external.play_external`` to audit the game the
+    way an exported verifiers environment plays it (prompt, reply parsing, re-prompts).
+    """
     n = config.games_for(game)
     seeds = list(range(config.seed, config.seed + (n + 1) // 2))
     schedule = duplicate_schedule(seeds, n)
     random_player = make_scripted("random")
 
     def match(player: Player) -> tuple[list[dict], dict]:
-        records = play_match(game, (player, random_player), schedule, progress=progress)
+        records = play(game, (player, random_player), schedule, progress=progress)
         return records, summarize_match(records, player.spec, random_player.spec)
 
     checks = []
@@ -91,13 +98,13 @@ def audit_game(game: str, config: ProbeConfig, progress: bool = False) -> list[C
         checks.append(Check(game, "oracle vs random", _rate_text(rate), "Wilson lower bound > 0.5", rate["low"] > 0.5))
     mirror = make_scripted("random")
     mirror.spec = "random-b"
-    records = play_match(game, (random_player, mirror), schedule, progress=progress)
+    records = play(game, (random_player, mirror), schedule, progress=progress)
     rate = summarize_match(records, random_player.spec, mirror.spec)["p0_win_rate"]
     checks.append(Check(game, "random vs random", _rate_text(rate),
                         "interval contains the seat-fair 0.5", rate["low"] <= 0.5 <= rate["high"]))
     if game in CHIP_GAMES:
         aggressive = AggressivePlayer()
-        records = play_match(game, (aggressive, make_scripted("oracle")), schedule, progress=progress)
+        records = play(game, (aggressive, make_scripted("oracle")), schedule, progress=progress)
         mean, low, high = _mean_ci(_chips_per_round(records, aggressive.spec))
         name = "always bet/call vs oracle" if game == "kuhn" else "always raise/call vs oracle"
         checks.append(Check(game, name, f"chips/round {mean:+.3f} [{low:+.3f}, {high:+.3f}]",
@@ -105,9 +112,9 @@ def audit_game(game: str, config: ProbeConfig, progress: bool = False) -> list[C
     return checks
 
 
-def run_probe(config: ProbeConfig, progress: bool = False) -> list[Check]:
+def run_probe(config: ProbeConfig, progress: bool = False, play: PlayFn = play_match) -> list[Check]:
     """Audit every configured game; the gate passes when every check passes."""
-    return [check for game in config.games for check in audit_game(game, config, progress)]
+    return [check for game in config.games for check in audit_game(game, config, progress, play)]
 
 
 def print_checks(checks: Sequence[Check]) -> None:

@@ -1,0 +1,19 @@
+"""`eval arena-tictactoe`: arena's tictactoe game as a verifiers environment (the game logic is arena's)."""
+
+from typing import Literal
+
+import verifiers.v1 as vf
+from arena_vf import ArenaChatHarness, ArenaGameConfig, ArenaGameEnv, ArenaGameTask, ArenaGameTaskset
+
+
+class TicTacToeConfig(ArenaGameConfig):
+    """``--env.taskset.variant`` and ``--env.taskset.seed-start`` as for every arena game; the game is fixed."""
+
+    game: Literal["tictactoe"] = "tictactoe"
+
+
+class TicTacToeTaskset(ArenaGameTaskset, vf.Taskset[ArenaGameTask, TicTacToeConfig]):
+    """Task k: tictactoe on seed ``seed_start + k``, role ``player_a`` in seat ``k % 2``."""
+
+
+__all__ = ["ArenaChatHarness", "ArenaGameEnv", "TicTacToeConfig", "TicTacToeTaskset"]
