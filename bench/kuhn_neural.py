@@ -42,6 +42,7 @@ from arena.train.grpo.step import train_round  # noqa: E402
 from arena.train.pool import build_pool, load_pool, pool_average_policy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+PROBES = ("lr3e-4", "lr1e-3", "4096deals")  # not in the default run
 PRESETS: dict[str, dict[str, Any]] = {
     "default": {},
     "clip0.5": {"train.clip_eps": 0.5},
@@ -49,6 +50,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     "clip0.5+4096deals": {"train.clip_eps": 0.5, "selfplay.deals_per_round": 4096, "train.steps": 128},
     "magnet(previous,beta0.2)": {"train.reference": "previous", "train.beta": 0.2},
     "clip0.5+distill": {"train.clip_eps": 0.5, "distill": True},
+    # Single-seed probes of the default's step size (run with --only ... --seeds 1).
+    "lr3e-4": {"train.lr": 3.0e-4},
+    "lr1e-3": {"train.lr": 1.0e-3},
+    "4096deals": {"selfplay.deals_per_round": 4096, "train.steps": 128},
 }
 
 
@@ -176,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="kuhn-neural-") as tmp:
         base = Path(tmp) / "base"
         build_base(BaseConfig(), base)
-        for name in args.only or list(PRESETS):
+        for name in args.only or [name for name in PRESETS if name not in PROBES]:
             for seed in range(args.seeds):
                 work = Path(tmp) / f"{name}-{seed}"
                 runs.setdefault(name, {})[seed] = run_preset(name, seed, args.rounds, base, work)
