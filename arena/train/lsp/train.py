@@ -1,4 +1,4 @@
-"""train@rN of an LSP round: both roles' decisions with their advantages, through the GRPO update of arena.train.grpo."""
+"""train@rN of an LSP round: both roles' decisions with their advantages, through the GRPO update (grpo.step)."""
 
 from __future__ import annotations
 
