@@ -12,7 +12,7 @@ from arena.games.nim import legal_actions as nim_actions
 from arena.games.nim_theory import nim_sum, winning_moves
 from arena.games.tictactoe import compact_board
 from arena.games.tictactoe import legal_actions as ttt_actions
-from arena.games.tictactoe_theory import optimal_cells, ttt_value, ttt_winner
+from arena.games.tictactoe_theory import ttt_value, ttt_winner
 from arena.games.variants import PUZZLE_KINDS
 
 # Each kind's first choice is a token the embedded tokenizer already has, so a proposal starts with one token.
@@ -150,12 +150,27 @@ def answers(puzzle: Puzzle) -> tuple[str, ...]:
 
 
 def right_answers(puzzle: Puzzle) -> frozenset[str]:
-    """The right answers: a move to nim-sum 0 (Nim); a minimax-optimal move, which wins or avoids losing (TTT)."""
+    """The right answers: a move to nim-sum 0 (Nim); a minimax-optimal move, which wins or avoids losing (TTT,
+    ``best_cells``)."""
     if status(puzzle) != OK:
         return frozenset()
     if puzzle.kind == "nim":
         return frozenset(f"[{i} {q}]" for i, q in winning_moves(puzzle.body))
-    return frozenset(f"[{c}]" for c in optimal_cells(puzzle.body, _to_move(puzzle.body)))
+    return frozenset(f"[{c}]" for c in best_cells(tuple(puzzle.body)))
+
+
+def best_cells(cells: tuple[str, ...]) -> tuple[int, ...]:
+    """The moves of exact minimax value for the mark to move, where a sooner win and a later loss are worth
+    more: the win when one is on the board, else the block, else the move that keeps the draw (or wins later)."""
+    mark = _to_move(cells)
+    other = "X" if mark == "O" else "O"
+    empties = [i for i, c in enumerate(cells) if not c]
+    values = {}
+    for cell in empties:
+        child = cells[:cell] + (mark,) + cells[cell + 1:]
+        values[cell] = len(empties) if ttt_winner(child) == mark else -ttt_value(child, other)
+    best = max(values.values())
+    return tuple(cell for cell, value in values.items() if value == best)
 
 
 def verify(puzzle: Puzzle, answer: str) -> float:
