@@ -194,6 +194,25 @@ def test_lsp_decisions_weigh_the_challenger_by_alpha():
     assert len(solver_only.chosen) == 2
 
 
+def _eval_row(round_number: int, accuracy: float, proposals: dict | None) -> dict:
+    bench = {"accuracy": accuracy, "low": accuracy - 0.03, "high": accuracy + 0.03, "n": 1000, "greedy": accuracy,
+             "expected": accuracy}
+    return {"round": round_number, "loop": "lsp", "benchmark": {"all": bench, "nim": bench},
+            "proposals": proposals}
+
+
+def test_lsp_plot_is_a_deterministic_png_and_needs_rounds():
+    from arena.report.lspplots import plot_lsp_rounds
+    from arena.report.plots import PNG_SIGNATURE, ReportError
+
+    proposals = {"solver_success": 0.4, "valid_fraction": 0.9, "features": {"kind": {"nim": 3, "tictactoe": 1}}}
+    arms = {"LSP": [_eval_row(0, 0.3, None), _eval_row(1, 0.35, proposals)], "uniform": [_eval_row(0, 0.3, None)]}
+    png = plot_lsp_rounds(arms)
+    assert png.startswith(PNG_SIGNATURE) and png == plot_lsp_rounds(arms)
+    with pytest.raises(ReportError, match="at least one arm"):
+        plot_lsp_rounds({"LSP": []})
+
+
 # ----------------------------------------------------------------------------------------------- on the tiny model
 
 
