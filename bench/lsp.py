@@ -46,16 +46,20 @@ def arm_params(base: dict[str, Any], arm: dict[str, Any], rounds: int, steps: in
     return params
 
 
-def run_arm(name: str, params: dict[str, Any], root: Path, base_model: Path, rounds: int) -> list[dict[str, Any]]:
-    """Round 0 .. ``rounds`` of one arm; its eval@r files, in order."""
+def run_arm(name: str, params: dict[str, Any], root: Path, base_model: Path, rounds: int,
+            resume: bool = False) -> list[dict[str, Any]]:
+    """Round 0 .. ``rounds`` of one arm; its eval@r files, in order. ``resume`` keeps the rounds already built
+    in ``root`` (round n depends only on round n - 1's artifacts, so resuming builds the same bytes)."""
     from arena.pipeline.params import validate_all
     from arena.pipeline.rounds import RoundPaths, round_n, round_zero
 
     validate_all(params)
-    shutil.rmtree(root, ignore_errors=True)
-    shutil.copytree(base_model, root / "models" / "base")
-    round_zero(RoundPaths(root, 0, 0), params)
-    for n in range(1, rounds + 1):
+    built = [n for n in range(rounds + 1) if (root / "evals" / f"r{n}.json").exists()] if resume else []
+    if not built:
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.copytree(base_model, root / "models" / "base")
+        round_zero(RoundPaths(root, 0, 0), params)
+    for n in range(max(built, default=0) + 1, rounds + 1):
         start = time.perf_counter()
         round_n(RoundPaths(root, n, n - 1), params)
         print(f"[lsp study] {name}: round {n} in {time.perf_counter() - start:.1f} s", file=sys.stderr)
@@ -92,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", default="/tmp/lsp-study", help="scratch directory for the arms' artifacts")
     parser.add_argument("--out", default="bench/results/lsp.md")
     parser.add_argument("--arms", nargs="*", default=list(ARMS), help="a subset of the arms to run")
+    parser.add_argument("--resume", action="store_true", help="continue the arms already built in --work")
     args = parser.parse_args(argv)
     from arena.report.lspplots import plot_lsp_rounds
     from arena.train.basemodel import build_base
@@ -103,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (base_model / "meta.json").exists():
         build_base(BaseConfig(**base_params["base"]), base_model)
     arms = {name: run_arm(name, arm_params(base_params, ARMS[name], args.rounds, args.steps, args.lr),
-                          work / name.replace(" ", "_"), base_model, args.rounds) for name in args.arms}
+                          work / name.replace(" ", "_"), base_model, args.rounds, args.resume)
+            for name in args.arms}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(arms, indent=1, sort_keys=True) + "\n")
