@@ -88,6 +88,42 @@ def table(arms: dict[str, list[dict[str, Any]]]) -> list[str]:
     return lines
 
 
+def _bucket(puzzle) -> str:
+    """A held-out puzzle's row in the breakdown: Nim by pile count, TicTacToe by marks on the board."""
+    if puzzle.kind == "nim":
+        return f"nim, {len(puzzle.body)} piles"
+    marks = sum(bool(c) for c in puzzle.body)
+    return f"tictactoe, {2 * ((marks - 1) // 2) + 1}-{2 * ((marks - 1) // 2) + 2} marks"
+
+
+def breakdown(snapshots: dict[str, Path], params: dict[str, Any]) -> list[str]:
+    """Exact expected held-out accuracy (the policy's mass on right answers) per puzzle shape, per snapshot."""
+    import numpy as np
+
+    from arena.eval.puzzlebench import benchmark
+    from arena.games import puzzles as grammar
+    from arena.players.config import sampling_config
+    from arena.players.mlx import MLXPlayer
+    from arena.train.config import LspConfig
+
+    config = LspConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in params["lsp"].items()})
+    puzzles = benchmark(config.puzzles, config.benchmark.start, config.benchmark.stop)
+    buckets = sorted({_bucket(p) for p in puzzles})
+    columns = {}
+    for name, path in snapshots.items():
+        policies = MLXPlayer(path, sampling_config(config)).policy([grammar.solver_observation(p) for p in puzzles])
+        mass: dict[str, list[float]] = {}
+        for puzzle, probs in zip(puzzles, policies, strict=True):
+            right = grammar.right_answers(puzzle)
+            mass.setdefault(_bucket(puzzle), []).append(
+                float(sum(q for a, q in zip(grammar.answers(puzzle), probs, strict=True) if a in right)))
+        columns[name] = {b: float(np.mean(v)) for b, v in mass.items()}
+        counts = {b: len(v) for b, v in mass.items()}
+    lines = ["| held-out puzzles | n | " + " | ".join(columns) + " |", "|---|---|" + "---|" * len(columns)]
+    lines += [f"| {b} | {counts[b]} | " + " | ".join(f"{columns[c][b]:.3f}" for c in columns) + " |" for b in buckets]
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=6)
@@ -116,7 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     out.with_suffix(".png").write_bytes(plot_lsp_rounds(arms))
     header = [f"# LSP study: {args.rounds} rounds, train.steps {args.steps}, train.lr {args.lr}", "",
               f"`python bench/lsp.py --rounds {args.rounds} --steps {args.steps} --lr {args.lr}`", ""]
-    out.write_text("\n".join(header + table(arms)) + "\n")
+    snapshots = {"base": base_model, **{name: work / name.replace(" ", "_") / "snapshots" / f"r{args.rounds}"
+                                        for name in args.arms}}
+    shapes = ["", "Exact expected accuracy (the solver's probability of a right answer) on the held-out puzzles by "
+              f"shape, after round {args.rounds}:", "", *breakdown(snapshots, base_params)]
+    out.write_text("\n".join(header + table(arms) + shapes) + "\n")
     print("\n".join(table(arms)))
     return 0
 
