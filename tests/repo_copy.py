@@ -56,6 +56,9 @@ def small_params(**overrides: dict[str, Any]) -> dict[str, Any]:
                  "batch_size": 4, "lora_rank": 4, "lora_layers": 1, "lora_scale": 20.0, "audit_games": 4, "seed": 0},
         "curriculum": {"epsilons": [1.0, 0.0], "variants": [{"rounds": 1}], "band_low": 0.3, "band_high": 0.7,
                        "probe_games": 4, "max_tasks": 1},
+        "lsp": {"puzzles": ["nim", "tictactoe"], "proposals": 8, "answers_per_proposal": 4, "alpha_ch": 1.0,
+                "quality": True, "quality_weight": 1.0, "challenger": "model", "temperature": 1.0, "view": "compact",
+                "benchmark_seeds": [9_100_000, 9_100_040], "seed": 0},
     }
     for section, values in overrides.items():
         params[section] = {**params[section], **values} if isinstance(values, dict) else values

@@ -10,11 +10,12 @@ Training seeds come from ``seeds:`` ``[train_start, train_end)``, cut into block
     GRPO rounds                500,000      round r: ``deals_per_round`` deals from ``(r - 1) * deals_per_round``
     ReST rounds                600,000      round r: ``seeds_per_round`` seeds; must stay below the probe block
     curriculum probe           900,000      the same ``(probe_games + 1) // 2`` deals every round
+    LSP rounds                 950,000      round r: ``lsp.proposals`` seeds, one per proposal (its choices, answers)
     =========================  ===========  ===============================================================
 
 Held out, never trained on (checked disjoint from the training range): ``eval.seeds`` (every published
-score; per-round evaluation uses its first ``roundeval.games`` seeds) and ``probe.seed`` (the reward audit,
-far above the default training range).
+score; per-round evaluation uses its first ``roundeval.games`` seeds), ``probe.seed`` (the reward audit,
+far above the default training range) and ``lsp.benchmark_seeds`` (the held-out puzzles, one per seed).
 """
 
 from __future__ import annotations
@@ -101,6 +102,7 @@ SHARD_OFFSET = 0
 GRPO_OFFSET = 500_000
 REST_OFFSET = 600_000
 CURRICULUM_PROBE_OFFSET = 900_000
+LSP_OFFSET = 950_000
 
 
 def shard_seeds(seeds: SeedsConfig, shard: int, games_per_shard: int) -> range:
@@ -128,3 +130,8 @@ def rest_seeds(seeds: SeedsConfig, seeds_per_round: int, round_number: int) -> r
 def curriculum_probe_seeds(seeds: SeedsConfig, probe_games: int) -> range:
     """The curriculum's probe deals: the same block every round (each deal from both seats)."""
     return seeds.train_block(CURRICULUM_PROBE_OFFSET, (probe_games + 1) // 2, "curriculum.probe_games")
+
+
+def lsp_seeds(seeds: SeedsConfig, proposals: int, round_number: int) -> range:
+    """LSP round r's seeds, one per proposal: its own block above the curriculum's probe block."""
+    return seeds.train_block(LSP_OFFSET + (round_number - 1) * proposals, proposals, "lsp.proposals")

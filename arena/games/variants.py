@@ -25,6 +25,9 @@ def require_int(game_id: str, key: str, value: Any, minimum: int) -> int:
     return value
 
 
+# The verifiable puzzle kinds (arena.games.puzzles), listed here so params checks need not load the solvers.
+PUZZLE_KINDS = ("nim", "tictactoe")
+
 KUHN_DEFAULTS: Mapping[str, Any] = {"rounds": 1}
 LEDUC_DEFAULTS: Mapping[str, Any] = {"rounds": 1}
 LIARSDICE_DEFAULTS: Mapping[str, Any] = {"dice": 3}

@@ -16,7 +16,7 @@ from typing import Any
 
 from arena.core.config import ConfigError, load_section, require
 from arena.core.errors import ArenaError
-from arena.core.seeds import SeedsConfig, check_seed_ranges, format_range, grpo_seeds
+from arena.core.seeds import SeedsConfig, check_seed_ranges, format_range, grpo_seeds, lsp_seeds
 from arena.eval.config import EvalConfig, RoundEvalConfig, TournamentConfig
 from arena.games.variants import check_game_id, validate_variant
 from arena.play.config import ProbeConfig, ShardsConfig
@@ -25,6 +25,7 @@ from arena.players.specs import SCRIPTED_NAMES, SPEC_HELP, parse_spec
 from arena.train.config import (
     BaseConfig,
     CurriculumConfig,
+    LspConfig,
     PoolConfig,
     RestConfig,
     SelfPlayConfig,
@@ -35,7 +36,7 @@ from arena.train.config import (
 # params.yaml sections dvc.yaml lists under some stage's `params:` (DVC itself refuses a missing one).
 REQUIRED_SECTIONS = (
     "base", "seeds", "probe", "shards", "eval", "baseline", "selfplay", "train", "pool", "roundeval", "rounds",
-    "loop", "rest", "curriculum", "frontier",
+    "loop", "rest", "curriculum", "lsp", "frontier",
 )
 # Sections a user may drop: the final tournament's players.
 OPTIONAL_SECTIONS = ("tournament",)
@@ -66,6 +67,7 @@ def _loaders() -> dict[str, Callable[[Mapping[str, Any]], Any]]:
         "loop": check_loop,
         "rest": section(RestConfig, "rest"),
         "curriculum": section(CurriculumConfig, "curriculum"),
+        "lsp": section(LspConfig, "lsp"),
         "frontier": section(FrontierConfig, "frontier"),
         "tournament": section(TournamentConfig, "tournament"),
     }
@@ -189,6 +191,12 @@ def _check_plan(configs: Mapping[str, Any]) -> None:
             f"seeds.train_end = {seeds.train_end}; use fewer or smaller shards, or raise seeds.train_end")
     last_round = max(n for n, _ in configs["rounds"].values())
     grpo_seeds(seeds, configs["selfplay"].deals_per_round, last_round)
+    lsp = configs["lsp"]
+    lsp_seeds(seeds, lsp.proposals, last_round)
+    try:
+        check_seed_ranges(lsp.benchmark, seeds.reserved())
+    except ConfigError as error:
+        raise ConfigError(f"lsp.benchmark_seeds = {format_range(lsp.benchmark)} is invalid: {error}") from None
 
 
 def validate_all(params: Mapping[str, Any]) -> None:

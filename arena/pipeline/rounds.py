@@ -16,11 +16,22 @@ from typing import Any
 from arena.core.config import load_section
 from arena.core.seeds import SeedsConfig
 from arena.eval.config import EvalConfig, RoundEvalConfig
+from arena.eval.puzzlebench import evaluate_lsp_round
 from arena.eval.roundeval import evaluate_round
-from arena.train.config import CurriculumConfig, PoolConfig, RestConfig, SelfPlayConfig, TrainConfig, check_loop
+from arena.train.config import (
+    CurriculumConfig,
+    LspConfig,
+    PoolConfig,
+    RestConfig,
+    SelfPlayConfig,
+    TrainConfig,
+    check_loop,
+)
 from arena.train.fuse import copy_snapshot, fuse_round
 from arena.train.grpo.rollouts import play_round
 from arena.train.grpo.step import train_round
+from arena.train.lsp.rollouts import lsp_rollouts
+from arena.train.lsp.train import train_lsp_round
 from arena.train.memory import PASS_TOKENS, memory_note
 from arena.train.pool import build_pool
 from arena.train.rest.sample import sample_round
@@ -59,6 +70,12 @@ class RoundPaths:
 
 
 def _evaluate(paths: RoundPaths, n: int, params: Mapping[str, Any], extra: Mapping[str, Any]) -> None:
+    if check_loop(params) == "lsp":
+        # LSP's round is judged on the held-out puzzles and its own proposals, not on games.
+        evaluate_lsp_round(paths.snapshot(n), n, load_section(LspConfig, "lsp", params),
+                           load_section(SeedsConfig, "seeds", params), paths.rollouts(n) if n else None,
+                           paths.evaluation(n))
+        return
     reserved = load_section(SeedsConfig, "seeds", params).reserved()
     evaluate_round(paths.snapshot(n), paths.pool(n), n, load_section(RoundEvalConfig, "roundeval", params),
                    EvalConfig.from_dict(params.get("eval"), "eval"), reserved, paths.evaluation(n), extra=extra)
@@ -76,7 +93,10 @@ def round_zero(paths: RoundPaths, params: Mapping[str, Any]) -> None:
 def _rollouts(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
     selfplay = load_section(SelfPlayConfig, "selfplay", params)
     seeds = load_section(SeedsConfig, "seeds", params)
-    if loop == "rest":
+    if loop == "lsp":
+        lsp_rollouts(paths.snapshot(paths.prev), load_section(LspConfig, "lsp", params), seeds, paths.n,
+                     paths.rollouts(paths.n))
+    elif loop == "rest":
         sample_round(paths.snapshot(paths.prev), selfplay.game, load_section(RestConfig, "rest", params),
                      load_section(CurriculumConfig, "curriculum", params), seeds, paths.n, paths.rollouts(paths.n))
     else:
@@ -92,6 +112,10 @@ def _train(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
         return
     config = load_section(TrainConfig, "train", params)
     reference = paths.base if config.reference == "base" else paths.snapshot(prev)
+    if loop == "lsp":
+        train_lsp_round(paths.snapshot(prev), reference, paths.rollouts(n), n, load_section(LspConfig, "lsp", params),
+                        config, paths.trained(n))
+        return
     train_round(paths.snapshot(prev), reference, paths.rollouts(n), n, load_section(SelfPlayConfig, "selfplay", params),
                 config, paths.trained(n))
 
@@ -115,4 +139,4 @@ def round_n(paths: RoundPaths, params: Mapping[str, Any]) -> None:
     fuse_round(paths.snapshot(prev), paths.trained(n), paths.snapshot(n))
     game = load_section(SelfPlayConfig, "selfplay", params).game
     build_pool(paths.pool(prev), paths.snapshot(n), load_section(PoolConfig, "pool", params), game, paths.pool(n))
-    _evaluate(paths, n, params, round_metrics(paths.rollouts(n), paths.trained(n)))
+    _evaluate(paths, n, params, round_metrics(paths.rollouts(n), paths.trained(n)) if loop != "lsp" else {})

@@ -9,7 +9,8 @@ from itertools import pairwise
 from typing import Any
 
 from arena.core.config import require, require_choice
-from arena.games.variants import check_game_id, game_label
+from arena.core.seeds import as_seed_range
+from arena.games.variants import PUZZLE_KINDS, check_game_id, game_label
 from arena.players.config import MLXPlayerConfig, sampling_config
 from arena.players.specs import SCRIPTED_NAMES
 
@@ -157,7 +158,7 @@ class PoolConfig:
                     "expected scripted players from " + ", ".join(SCRIPTED_NAMES))
 
 
-LOOPS = ("grpo", "rest")
+LOOPS = ("grpo", "rest", "lsp")
 
 
 INITS = ("base", "previous")
@@ -239,3 +240,54 @@ class CurriculumConfig:
                 "list at least one game variant ({} is the game's default)")
         require(self.probe_games >= 2, "curriculum.probe_games", self.probe_games, "must be >= 2")
         require(self.max_tasks >= 1, "curriculum.max_tasks", self.max_tasks, "must be >= 1")
+
+
+CHALLENGERS = ("model", "uniform")
+
+
+@dataclass(frozen=True)
+class LspConfig:
+    """params.yaml ``lsp:`` section: Language Self-Play on verifiable puzzles (loop: lsp).
+
+    Each round the snapshot proposes ``proposals`` puzzles (``challenger: model``; ``uniform`` draws them from the
+    grammar instead and trains the solver only: GRPO on uniformly sampled puzzles) and answers each
+    ``answers_per_proposal`` times. ``quality`` pays the challenger only for valid, solvable, non-trivial puzzles
+    (LSP); false is LSP-Zero. ``alpha_ch`` weighs the challenger's decisions in the loss; the optimisation itself
+    (steps, lr, beta, clip) is the ``train:`` section's. ``benchmark_seeds``: the held-out puzzles, one per seed.
+    """
+
+    puzzles: tuple[str, ...] = PUZZLE_KINDS
+    proposals: int = 64
+    answers_per_proposal: int = 8
+    alpha_ch: float = 1.0
+    quality: bool = True
+    quality_weight: float = 1.0
+    challenger: str = "model"
+    temperature: float = 1.0
+    view: str = "compact"
+    enable_thinking: bool = False
+    benchmark_seeds: tuple[int, ...] = (9_100_000, 9_101_000)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        unknown = [kind for kind in self.puzzles if kind not in PUZZLE_KINDS]
+        require(bool(self.puzzles) and not unknown and len(set(self.puzzles)) == len(self.puzzles),
+                "lsp.puzzles", list(self.puzzles), f"a non-empty list of distinct kinds from {list(PUZZLE_KINDS)}")
+        require(self.proposals >= 2, "lsp.proposals", self.proposals,
+                "must be >= 2 (the challenger's baseline is the batch mean)")
+        require(self.answers_per_proposal >= 2, "lsp.answers_per_proposal", self.answers_per_proposal,
+                "must be >= 2 (the solver's baseline is the mean over a puzzle's answers)")
+        require(self.alpha_ch >= 0 and math.isfinite(self.alpha_ch), "lsp.alpha_ch", self.alpha_ch,
+                "must be a finite float >= 0 (0 trains the solver only)")
+        require(self.quality_weight >= 0 and math.isfinite(self.quality_weight), "lsp.quality_weight",
+                self.quality_weight, "must be a finite float >= 0")
+        require_choice("lsp.challenger", self.challenger, CHALLENGERS)
+        require(self.temperature > 0, "lsp.temperature", self.temperature,
+                "must be > 0: proposals and answers are sampled")
+        sampling_config(self)
+        as_seed_range(self.benchmark_seeds, "lsp.benchmark_seeds")
+
+    @property
+    def benchmark(self) -> range:
+        """The held-out benchmark's seeds (one puzzle each)."""
+        return as_seed_range(self.benchmark_seeds, "lsp.benchmark_seeds")

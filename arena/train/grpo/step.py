@@ -222,20 +222,30 @@ def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, 
     policy = MLXPlayer(snapshot, player_config)
     ref = MLXPlayer(reference, player_config)
     data = learner_decisions(read_shard(shard), policy.spec, config)
+    return optimise(policy, ref, data, snapshot, config, selfplay.temperature, round_number, out_dir, {
+        "snapshot": digest_path(snapshot), "reference": digest_path(reference), "rollouts": digest_path(shard),
+    }, progress)
+
+
+def optimise(policy: MLXPlayer, ref: MLXPlayer, data: Decisions, snapshot: str | Path, config: TrainConfig,
+             temperature: float, round_number: int, out_dir: str | Path, inputs: dict[str, str],
+             progress: bool = True) -> dict[str, Any]:
+    """``config.steps`` GRPO steps of ``policy`` on ``data`` (KL to ``ref``); write the weights and the log.
+
+    Any loop whose decisions carry advantages trains through here (self-play GRPO, LSP's two roles).
+    """
     keep = np.flatnonzero(~data.zero_group) if config.drop_zero_groups else np.arange(len(data.chosen))
-    logp_ref = _reference_logp(ref, data, keep, selfplay.temperature)
+    logp_ref = _reference_logp(ref, data, keep, temperature)
     if config.method == "lora":
         attach_lora(policy.model, config, snapshot)
     print(f"[arena] train r{round_number}: "
           f"{budget_note(policy.shape, config.max_batch_tokens, 'train.max_batch_tokens', training=True)}",
           file=sys.stderr)
-    update = GRPOUpdate(policy, config, selfplay.temperature)
+    update = GRPOUpdate(policy, config, temperature)
     log = _run_steps(update, data, keep, logp_ref, config, round_number, progress)
     timing = [{"step": row["step"], "tokens_per_sec": row.pop("tokens_per_sec")} for row in log if "loss" in row]
     _write_timing(round_number, timing)
-    return _save_round(policy, config, out_dir, log, {
-        "snapshot": digest_path(snapshot), "reference": digest_path(reference), "rollouts": digest_path(shard),
-    }, round_number, snapshot)
+    return _save_round(policy, config, out_dir, log, inputs, round_number, snapshot)
 
 
 def _write_timing(round_number: int, timing: list[dict[str, float]]) -> None:
