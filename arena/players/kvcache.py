@@ -16,6 +16,14 @@ from arena.core.errors import ArenaError
 KV = list[tuple[mx.array, mx.array]]  # per layer: keys and values, [1, kv heads, tokens, head dim]
 
 
+def bound_buffer_cache(limit: int) -> None:
+    """Cap MLX's cache of freed buffers at ``limit`` bytes (it defaults to the memory limit, and passes of ever-new
+    shapes would fill it); never raise a lower cap someone else set."""
+    previous = mx.set_cache_limit(limit)
+    if previous < limit:
+        mx.set_cache_limit(previous)
+
+
 class PrefixCache:
     """One layer's keys and values for a batch of rows, in the interface mlx-lm's attention layers call.
 

@@ -18,12 +18,11 @@ from arena.core.pins import ADAPTER_WEIGHTS, model_pin, model_quant, read_model_
 from arena.games.base import Observation
 from arena.players.base import Decision, Player
 from arena.players.config import MLXPlayerConfig
-from arena.players.kvcache import TurnCache, row_kv
+from arena.players.kvcache import TurnCache, bound_buffer_cache, row_kv
 from arena.players.memory import budget_note, model_shape
 from arena.players.prompts import ChatPrompts, prompt_text
 from arena.players.scoring import (
     MIN_STEM,
-    bound_buffer_cache,
     check_head,
     inference_loglik,
     masked_log_softmax,

@@ -253,14 +253,6 @@ def pack_batches(prompts: Sequence[Sequence[int]], actions: Sequence[Sequence[Se
 # ----------------------------------------------------------------------------------------------- the model side
 
 
-def bound_buffer_cache(limit: int) -> None:
-    """Cap MLX's cache of freed buffers at ``limit`` bytes (it defaults to the memory limit, and passes of ever-new
-    shapes would fill it); never raise a lower cap someone else set."""
-    previous = mx.set_cache_limit(limit)
-    if previous < limit:
-        mx.set_cache_limit(previous)
-
-
 def output_head(model: Any) -> Callable[[mx.array], mx.array]:
     """The model's own output head (hidden states -> logits), as its ``__call__`` applies it."""
     body, args = getattr(model, "model", None), getattr(model, "args", None)
