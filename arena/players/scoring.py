@@ -11,7 +11,7 @@ import mlx.core as mx
 import numpy as np
 
 from arena.core.errors import ArenaError
-from arena.players.kvcache import KV, PrefixCache, joined, per_token_positions, stacked
+from arena.players.kvcache import KV, PrefixCache, float_head, joined, per_token_positions, stacked
 
 
 @dataclass(frozen=True)
@@ -259,10 +259,10 @@ def output_head(model: Any) -> Callable[[mx.array], mx.array]:
     tied = getattr(args, "tie_word_embeddings", None)
     lm_head = getattr(model, "lm_head", None) if "lm_head" in model else None
     if lm_head is not None and tied is not True:
-        return lm_head
+        return float_head(lm_head) or lm_head
     embed = getattr(body, "embed_tokens", None) if body is not None and "embed_tokens" in body else None
     if embed is not None and hasattr(embed, "as_linear") and (tied or lm_head is None):
-        return embed.as_linear
+        return float_head(embed) or embed.as_linear
     raise ArenaError(f"cannot find the output head of model type {getattr(model, 'model_type', type(model).__name__)}"
                      " (no lm_head, no tied model.embed_tokens): arena scores mlx-lm models shaped like qwen2/qwen3")
 
