@@ -99,16 +99,17 @@ def figure(quick: bool) -> list[Row]:
             f"{r['budget']}; RSS at the first timed step {r['rss_start'] / mib:.0f} MiB + predicted step "
             f"{r['added_predicted'] / mib:.0f} MiB (LoRA training state + one training pass, arena.train.memory); "
             f"{label}")
-    memory = Row("qlora", "GRPO step peak RSS vs the token budget's bound", "MiB", r["peak"] / mib,
-                 r["predicted"] / mib, "measured peak", "predicted bound", r["predicted"] / r["peak"],
-                 "measured <= predicted", r["peak"] <= r["predicted"], note, peak_rss_mib=r["peak"] / mib, details=r)
-    speed = Row("qlora", "GRPO step tokens/s (prompt + action tokens of the batch)", "tokens/s", r["tokens_per_s"],
-                None, "arena GRPOUpdate (QLoRA)", "-", note=f"{r['computed_tokens_per_s']:,.0f} tokens/s run "
-                f"through the model (distinct prompts once); median step {r['step_s']:.2f} s; {label}",
-                peak_rss_mib=r["peak"] / mib)
+    speed = (f"{r['tokens_per_s']:,.0f} tokens/s (prompt + action tokens of the batch; "
+             f"{r['computed_tokens_per_s']:,.0f} tokens/s run through the model, distinct prompts once), median step "
+             f"{r['step_s']:.2f} s")
+    log(f"qlora: {speed}; peak RSS {r['peak'] / mib:.0f} MiB, predicted bound {r['predicted'] / mib:.0f} MiB")
+    memory = Row("qlora", "GRPO step (QLoRA, full-view Kuhn): peak RSS vs the token budget's bound", "MiB",
+                 r["peak"] / mib, r["predicted"] / mib, "measured peak", "predicted bound",
+                 r["predicted"] / r["peak"], "measured <= predicted", r["peak"] <= r["predicted"],
+                 f"{speed}; {note}", peak_rss_mib=r["peak"] / mib, details=r)
     if not quick:
-        _write_results([memory, speed])
-    return [memory, speed]
+        _write_results([memory])
+    return [memory]
 
 
 def _write_results(rows: list[Row]) -> None:
