@@ -71,6 +71,8 @@ def test_a_match_gives_the_same_records_with_and_without_reuse(standin_dir):
     schedule = duplicate_schedule(range(4), 4)
     with_reuse = play_match("liarsdice", (player, make_player("random")), schedule, progress=False)
     assert player.turns.hits > 0
+    again = play_match("liarsdice", (player, make_player("random")), schedule, progress=False)
+    assert again == with_reuse  # the match starts with an empty store: the same calls, the same bytes
     player.turns.capacity = 0  # nothing is kept: every prompt from scratch
     without = play_match("liarsdice", (player, make_player("random")), schedule, progress=False)
     assert [r["actions"] for r in with_reuse] == [r["actions"] for r in without]
