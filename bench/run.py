@@ -19,6 +19,8 @@ another's, and its peak RSS -- the largest resident set of any process in its tr
              (target >= 0.8x).
   scoring    games/s and peak RSS of arena's prefix-shared, head-only scoring vs the old full-row scoring, on a
              real-vocabulary stand-in (Kuhn and Liar's Dice full view) and the embedded model (Liar's Dice compact).
+  qlora      a GRPO step on full-view Kuhn decisions with the q4 stand-in and LoRA: tokens/s, and its peak RSS
+             against the bound the token budget predicts (arena.train.memory; target: measured <= predicted).
 
 Ours and the reference are timed in alternation (ours, reference, ours, ...). The table shows each side's median;
 the ratio is the median over repetitions of the ratio of the two adjacent measurements, so a machine whose load
@@ -51,7 +53,7 @@ from arena.core.blas import ensure_fast_blas
 ensure_fast_blas()  # before anything imports mlx: the figures measure arena's BLAS
 
 # Each one a module here with figure(quick).
-FIGURES = ("blas", "rollouts", "hashing", "pipeline", "training", "scoring")
+FIGURES = ("blas", "rollouts", "hashing", "pipeline", "training", "scoring", "qlora")
 
 
 def run_figure_child(name: str, quick: bool, result: Path) -> None:

@@ -126,8 +126,11 @@ def run_case(path: Path, game: str, view: str, path_kind: str, games: int, concu
     start = time.perf_counter()
     result = play_match(game, (player, opponent), schedule, concurrency=concurrency, progress=False)
     seconds = time.perf_counter() - start
-    del result
-    return {"games": games, "seconds": seconds, "games_per_s": games / seconds}
+    errored = [r["error"] for r in result if r["errored"]]
+    turns = getattr(player, "turns", None)
+    return {"games": games, "seconds": seconds, "games_per_s": games / seconds, "errored": len(errored),
+            "first_error": errored[0] if errored else None, "turn_cache_hits": turns.hits if turns else 0,
+            "turn_cache_tokens": turns.reused if turns else 0}
 
 
 def _child(path: Path, game: str, view: str, kind: str, games: int, concurrency: int) -> tuple[dict | None, float, str]:
@@ -160,6 +163,10 @@ def _pair_row(name: str, ours: tuple, reference: tuple | None, reference_gps: fl
                          ("prefix-shared, head-only", "full-row"), min_ratio, note,
                          ours_rss_mib=rss, reference_rss_mib=ref_rss, reference_ended=ref_ended)
     row.peak_rss_mib = rss
+    row.details.update(errored=result["errored"], turn_cache_tokens=result.get("turn_cache_tokens", 0))
+    if result["errored"]:  # a game that errored ends early: its games/s would flatter the figure
+        row.passed = False
+        row.note = f"{note}; {result['errored']} of {result['games']} games errored: {result['first_error']}"
     if target_rss is not None:
         row.passed = bool(row.passed and rss <= target_rss * 1024)
         row.target = f"{row.target}, peak RSS <= {target_rss:g} GiB"
@@ -210,7 +217,8 @@ def _write_results(rows: list[Row]) -> None:
         d = row.details
         ref_rss = f"{d['reference_rss_mib']:.0f} MiB" if d.get("reference_rss_mib") else "-"
         lines.append(f"- {row.name}: peak RSS ours {d.get('ours_rss_mib') or row.peak_rss_mib:.0f} MiB, full-row "
-                     f"{ref_rss} ({d.get('reference_ended', 'not run')}); {row.note}")
+                     f"{ref_rss} ({d.get('reference_ended', 'not run')}); games errored: {d.get('errored', '-')}; "
+                     f"prompt tokens reused across turns: {d.get('turn_cache_tokens', 0):,}; {row.note}")
     (ROOT / "bench" / "results" / "scoring.md").write_text("\n".join(lines) + "\n")
 
 

@@ -16,7 +16,10 @@ def test_qwen3_4b_counts_four_billion_parameters_in_2_26_gb():
     report = memory_report(QWEN3_4B_4BIT, tokens=1024, lora_layers=16, lora_rank=8)
     assert report["parameters_millions"] == pytest.approx(4022.5, abs=0.1)
     assert report["weights_gb"] == pytest.approx(2.263, abs=0.001)
-    assert report["scoring_pass_gb"] == pytest.approx(1024 * 8 * 151936 / 1e9)
+    # One token of a pass: keys and values of 36 layers x 8 kv heads x 128 dims plus 4 hidden-size activations,
+    # bfloat16; a scored head row is inside the budget at head_weight tokens.
+    assert report["scoring_pass_gb"] == pytest.approx(1024 * (36 * 2 * 8 * 128 + 4 * 2560) * 2 / 1e9)
+    assert report["turn_cache_gb"] == pytest.approx(1024 * 36 * 2 * 8 * 128 * 2 / 1e9)
     # Rank 8 on q, k, v, o, gate, up, down of 16 layers: 8 x 57,344 per layer; float32 x (weights, grads, 2 moments).
     assert report["training_state_gb"] == pytest.approx(16 * 8 * 57344 * 16 / 1e9)
 
@@ -38,3 +41,20 @@ def test_estimates_match_the_built_models(standin_dir, standin_q4_dir, base_mode
     assert "q4" in memory_note(standin_q4_dir, 4096, 4, 8) and "LoRA training state" in memory_note(
         standin_q4_dir, 4096, 4, 8)
     assert "full training state" in memory_note(standin_dir)
+
+
+def test_the_player_and_the_stage_log_use_one_formula(standin_q4_dir):
+    """The loaded model's shape (what a player packs passes by) equals its config.json's (what the log prints)."""
+    from arena.core.pins import read_model_config
+    from arena.players.memory import ModelShape, model_shape
+    from arena.players.mlx import load_model
+
+    model, _ = load_model(standin_q4_dir)
+    config = read_model_config(standin_q4_dir)
+    loaded, written = model_shape(model), ModelShape.from_config(config)
+    assert loaded.bits == written.bits == 4 and loaded.group_size == written.group_size
+    for tokens in (1, 4096):
+        assert loaded.pass_bytes(tokens) == written.pass_bytes(tokens)
+        assert loaded.pass_bytes(tokens, training=True) == written.pass_bytes(tokens, training=True)
+        assert memory_report(config, tokens)["scoring_pass_gb"] * 1e9 == pytest.approx(loaded.pass_bytes(tokens))
+    assert loaded.head_weight == written.head_weight

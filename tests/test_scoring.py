@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from arena.core.errors import ArenaError
-from arena.players.scoring import action_loglik, build_batch, check_head, model_shape, output_head, pack_batches
+from arena.players.memory import model_shape
+from arena.players.scoring import action_loglik, build_batch, check_head, output_head, pack_batches
 
 VOCAB = 300
 
@@ -81,7 +82,7 @@ def test_single_token_actions_read_only_the_prompts_last_state():
     model = tiny_model("qwen2", seed=1)
     prompts, actions = random_decisions(2, 10, multi=False)
     batch = build_batch(prompts, actions)
-    assert not batch.levels and len(batch.head_src) == len(batch.prompts)
+    assert not batch.trie.size and len(batch.head_src) == len(batch.prompts)
     np.testing.assert_allclose(np.array(action_loglik(model, batch)),
                                np.array(reference_loglik(model, prompts, actions)), atol=1e-5, rtol=0)
 
@@ -123,11 +124,11 @@ def test_packing_respects_the_budget_and_covers_every_decision():
     passes = list(pack_batches(prompts, actions, 400, shape_weight, "player.max_batch_tokens"))
     assert [p[0] for p in passes] == [0] + [p[1] for p in passes[:-1]] and passes[-1][1] == len(prompts)
     assert len(passes) > 1
-    for _, _, batch in passes:
-        p, lp = batch.prompts.shape
-        nodes = sum(level.size for level in batch.levels)
-        cost = p * lp + nodes * (lp + len(batch.levels)) + len(batch.head_src) * shape_weight
-        assert cost <= 400
+    for start, end, batch in passes:
+        p = len({tuple(prompt) for prompt in prompts[start:end]})
+        lp = max(map(len, prompts[start:end]))
+        trie = p * (lp + batch.trie.shape[1]) if batch.trie.size else 0
+        assert p == batch.prompt_rows and p * lp + trie + len(batch.head_src) * shape_weight <= 400
 
 
 def test_a_decision_over_the_budget_is_a_clear_error():

@@ -133,3 +133,17 @@ def test_grpo_rounds_run_on_every_game(round_zero, tmp_path, game, variant):
     summary = train_round(round_zero / "snap0", round_zero / "base", tmp_path / "roll", 1, config,
                           TrainConfig(steps=1, batch_size=16), tmp_path / "trained", progress=False)
     assert summary["steps"] == 1
+
+
+def test_the_pools_kuhn_policy_is_measured_through_the_runs_view(standin_dir, tmp_path):
+    from arena.players.config import MLXPlayerConfig, sampling_config
+    from arena.players.mlx import MLXPlayer
+    from arena.players.policy import model_policy
+
+    full = sampling_config(SelfPlayConfig(view="full"))
+    pool = build_pool(None, standin_dir, PoolConfig(), "kuhn", tmp_path / "pool", full)
+    measured = pool["members"][0]["kuhn_policy"]
+    assert measured == model_policy(MLXPlayer(standin_dir, full))
+    compact = model_policy(MLXPlayer(standin_dir, MLXPlayerConfig()))
+    assert max(abs(measured[k] - compact[k]) for k in compact) > 1e-3  # the view changes what the model is shown
+    assert pool["members"][0]["pin"] == MLXPlayer(standin_dir, full).pin()

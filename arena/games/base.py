@@ -22,7 +22,8 @@ class Observation:
     ``text`` is TextArena's full observation; ``compact`` holds only what this decision depends on
     (short prompts for tiny models); ``state`` is a structured view for scripted policies;
     ``sample_key`` is a deterministic per-decision key so sampling players draw the same choice
-    whatever else is batched alongside.
+    whatever else is batched alongside; ``stream`` names the game within its match (0: none), so a player may
+    carry what it computed at the game's previous turn.
     """
 
     game_id: str
@@ -33,6 +34,7 @@ class Observation:
     state: Mapping[str, Any] = field(default_factory=dict)
     info_set: str | None = None
     sample_key: int = 0
+    stream: int = 0
 
 
 

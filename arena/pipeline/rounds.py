@@ -18,6 +18,7 @@ from arena.core.seeds import SeedsConfig
 from arena.eval.config import EvalConfig, RoundEvalConfig
 from arena.eval.puzzlebench import evaluate_lsp_round
 from arena.eval.roundeval import evaluate_round
+from arena.players.config import sampling_config
 from arena.train.config import (
     CurriculumConfig,
     LspConfig,
@@ -83,9 +84,10 @@ def _evaluate(paths: RoundPaths, n: int, params: Mapping[str, Any], extra: Mappi
 
 def round_zero(paths: RoundPaths, params: Mapping[str, Any]) -> None:
     """round0: snapshot 0 is the base model; its pool, an empty ReST win set, and its evaluation."""
-    game = load_section(SelfPlayConfig, "selfplay", params).game
+    selfplay = load_section(SelfPlayConfig, "selfplay", params)
     copy_snapshot(paths.base, paths.snapshot(0))
-    build_pool(None, paths.snapshot(0), load_section(PoolConfig, "pool", params), game, paths.pool(0))
+    build_pool(None, paths.snapshot(0), load_section(PoolConfig, "pool", params), selfplay.game, paths.pool(0),
+               sampling_config(selfplay))
     empty_win_set(paths.trained(0))
     _evaluate(paths, 0, params, {})
 
@@ -137,6 +139,7 @@ def round_n(paths: RoundPaths, params: Mapping[str, Any]) -> None:
     _rollouts(paths, params, loop)
     _train(paths, params, loop)
     fuse_round(paths.snapshot(prev), paths.trained(n), paths.snapshot(n))
-    game = load_section(SelfPlayConfig, "selfplay", params).game
-    build_pool(paths.pool(prev), paths.snapshot(n), load_section(PoolConfig, "pool", params), game, paths.pool(n))
+    selfplay = load_section(SelfPlayConfig, "selfplay", params)
+    build_pool(paths.pool(prev), paths.snapshot(n), load_section(PoolConfig, "pool", params), selfplay.game,
+               paths.pool(n), sampling_config(selfplay))
     _evaluate(paths, n, params, round_metrics(paths.rollouts(n), paths.trained(n)) if loop != "lsp" else {})

@@ -125,7 +125,7 @@ def _ask(player: Player, running: Sequence[_Running]) -> None:
     if not waiting:
         return
     observations = [r.game.observation() for r in waiting]
-    observations = [_with_key(o, r.slot, len(r.game.actions)) for o, r in zip(observations, waiting, strict=True)]
+    observations = [_with_key(o, r, len(r.game.actions)) for o, r in zip(observations, waiting, strict=True)]
     try:
         decisions = player.act_batch(observations)
     except Exception as error:  # noqa: BLE001 -- a failing player is recorded, not fatal
@@ -165,6 +165,8 @@ def play_match(
     if concurrency < 1:
         raise ValueError(f"concurrency = {concurrency} must be >= 1")
     pins = [players[0].pin(), players[1].pin()]
+    for player in dict.fromkeys(players):
+        player.begin_match()
     records: dict[int, dict[str, Any]] = {}
     pending = list(enumerate(schedule))[::-1]
     running: list[_Running] = []
@@ -184,8 +186,8 @@ def _seat_pins(slot: Slot) -> tuple[int, int]:
     return (0, 1) if slot.first_seat == 0 else (1, 0)
 
 
-def _with_key(observation: Observation, slot: Slot, turn: int) -> Observation:
-    return replace(observation, sample_key=sample_key(slot, turn))
+def _with_key(observation: Observation, run: _Running, turn: int) -> Observation:
+    return replace(observation, sample_key=sample_key(run.slot, turn), stream=run.index + 1)
 
 
 def timed_match(*args: Any, **kwargs: Any) -> tuple[list[dict[str, Any]], float]:

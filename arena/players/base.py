@@ -37,6 +37,10 @@ class Player(ABC):
         """Choose actions for many observations (one forward pass for model players)."""
         return [self.act(observation) for observation in observations]
 
+    def begin_match(self) -> None:
+        """Called before a match's first move: a player that keeps state across a game's turns drops it here."""
+        return None
+
     @abstractmethod
     def pin(self) -> dict[str, Any]:
         """What this player's results are pinned to (model/code digest, quant, config hash)."""

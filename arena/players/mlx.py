@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import mlx.core as mx
 import numpy as np
 
 from arena.core.config import as_dict
@@ -17,15 +18,16 @@ from arena.core.pins import ADAPTER_WEIGHTS, model_pin, model_quant, read_model_
 from arena.games.base import Observation
 from arena.players.base import Decision, Player
 from arena.players.config import MLXPlayerConfig
+from arena.players.kvcache import TurnCache, bound_buffer_cache, row_kv
+from arena.players.memory import budget_note, model_shape
 from arena.players.prompts import ChatPrompts, prompt_text
 from arena.players.scoring import (
-    action_loglik,
-    bound_buffer_cache,
-    budget_note,
+    MIN_STEM,
     check_head,
+    inference_loglik,
     masked_log_softmax,
-    model_shape,
     pack_batches,
+    prompt_positions,
 )
 
 __all__ = ["MLXPlayer", "load_model", "load_tokenizer", "prompt_text"]
@@ -83,6 +85,9 @@ class MLXPlayer(Player):
         bound_buffer_cache(self.config.max_batch_tokens * self.shape.token_bytes())
         note = budget_note(self.shape, self.config.max_batch_tokens, "player.max_batch_tokens")
         print(f"[arena] {self.spec}: {note}", file=sys.stderr)
+        # A game's previous prompt's keys and values, as many as one pass's worth of tokens.
+        kv = self.shape.kv_token_bytes
+        self.turns = TurnCache(self.config.max_batch_tokens * kv, kv, MIN_STEM)
         self.prompts = ChatPrompts(self.tokenizer, self.config.view, self.config.enable_thinking)
 
     def _prompt_ids(self, observation: Observation) -> tuple[int, ...]:
@@ -105,12 +110,38 @@ class MLXPlayer(Player):
                             max_tokens or self.config.max_batch_tokens, self.shape.head_weight, key,
                             pad_id=self.tokenizer.pad_token_id or 0)
 
+    def begin_match(self) -> None:
+        """A new match: the keys and values kept for the last one's games are dropped."""
+        self.turns.clear()
+
     def _log_policy(self, observations: Sequence[Observation]) -> list[np.ndarray]:
+        """Per observation, the log-probability of each legal action; a game's previous prompt is reused."""
         out: list[np.ndarray] = []
         temperature = self.config.temperature or 1.0
-        for _, _, batch in self.scoring_passes(observations):
-            loglik = action_loglik(self.model, batch)
-            logp = np.array(masked_log_softmax(loglik, batch.action_offsets, temperature), dtype=np.float64)
+        prompts = [self._prompt_ids(o) for o in observations]
+        streams = [(o.stream, o.player_id) if o.stream and len(p) > MIN_STEM else None
+                   for o, p in zip(observations, prompts, strict=True)]
+        reuse = [self.turns.reusable(s, p) for s, p in zip(streams, prompts, strict=True)]
+        for start, end, batch in pack_batches(prompts, [[self._action_ids(a) for a in o.legal_actions]
+                                                        for o in observations],
+                                              self.config.max_batch_tokens, self.shape.head_weight,
+                                              "player.max_batch_tokens", self.tokenizer.pad_token_id or 0, reuse):
+            stored = [self.turns.prefix(streams[start + d], n) for d, n in batch.stored]
+            kept: list[tuple[Any, tuple[int, ...], Any]] = []
+
+            def keep(caches, lengths, start=start, end=end, batch=batch, kept=kept) -> None:
+                rows: dict[tuple[int, ...], int] = {}
+                for d in range(start, end):
+                    row = rows.setdefault(prompts[d], len(rows))
+                    if streams[d] is not None:
+                        kept.append((streams[d], prompts[d], row_kv(caches, row, prompt_positions(batch, caches, row))))
+
+            loglik = inference_loglik(self.model, batch, stored, keep if any(streams[start:end]) else None)
+            logp_mx = masked_log_softmax(loglik, batch.action_offsets, temperature)
+            mx.eval(logp_mx, [kv for _, _, kv in kept])
+            for stream, prompt, kv in kept:
+                self.turns.store(stream, prompt, kv)
+            logp = np.array(logp_mx, dtype=np.float64)
             offsets = batch.action_offsets
             out.extend(logp[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1))
         return out

@@ -13,15 +13,16 @@ from arena.core.config import as_dict
 from arena.core.errors import ArenaError
 from arena.core.hashing import digest_path
 from arena.core.pins import write_meta
+from arena.players.config import MLXPlayerConfig
 from arena.train.config import PoolConfig
 
 POOL_FILE = "pool.json"
 
 
-def _member(snapshot: str | Path, game: str) -> dict[str, Any]:
+def _member(snapshot: str | Path, game: str, player_config: MLXPlayerConfig | None) -> dict[str, Any]:
     from arena.players.mlx import MLXPlayer
 
-    player = MLXPlayer(snapshot)
+    player = MLXPlayer(snapshot, player_config)
     member: dict[str, Any] = {"spec": player.spec, "pin": player.pin()}
     if game == "kuhn":
         from arena.players.policy import model_policy
@@ -31,10 +32,14 @@ def _member(snapshot: str | Path, game: str) -> dict[str, Any]:
 
 
 def build_pool(previous: str | Path | None, snapshot: str | Path, config: PoolConfig, game: str,
-               out_dir: str | Path) -> dict[str, Any]:
-    """pool@r: the previous pool's snapshots plus ``snapshot``, written as ``pool.json`` with its meta."""
+               out_dir: str | Path, player_config: MLXPlayerConfig | None = None) -> dict[str, Any]:
+    """pool@r: the previous pool's snapshots plus ``snapshot``, written as ``pool.json`` with its meta.
+
+    ``player_config``: how the run prompts its models (the selfplay section's view, temperature and thinking
+    switch); a Kuhn member's exact policy is measured through it, as the snapshot plays.
+    """
     members = load_pool(previous)["members"] if previous else []
-    members = [*members, _member(snapshot, game)]
+    members = [*members, _member(snapshot, game, player_config)]
     pool = {"members": members, "scripted": list(config.scripted), "config": as_dict(config), "game": game}
     with atomic_dir(out_dir) as tmp:
         (tmp / POOL_FILE).write_text(dump_json(pool))

@@ -21,8 +21,8 @@ from arena.core.pins import write_meta
 from arena.games.base import Observation
 from arena.play.records import read_shard
 from arena.players.config import sampling_config
+from arena.players.memory import budget_note
 from arena.players.mlx import MLXPlayer
-from arena.players.scoring import budget_note
 from arena.train.config import SelfPlayConfig, TrainConfig
 from arena.train.fuse import save_fused
 from arena.train.lora import adapter_config, attach_lora, check_trainable

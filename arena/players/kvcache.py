@@ -1,0 +1,222 @@
+"""Keys and values for scoring: a pass's per-layer caches (padded rows, action tries) and the cross-turn store."""
+
+from __future__ import annotations
+
+import contextlib
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import Any
+
+import mlx.core as mx
+import mlx.nn as nn
+import numpy as np
+
+from arena.core.errors import ArenaError
+
+KV = list[tuple[mx.array, mx.array]]  # per layer: keys and values, [1, kv heads, tokens, head dim]
+
+
+def bound_buffer_cache(limit: int) -> None:
+    """Cap MLX's cache of freed buffers at ``limit`` bytes (it defaults to the memory limit, and passes of ever-new
+    shapes would fill it); never raise a lower cap someone else set."""
+    previous = mx.set_cache_limit(limit)
+    if previous < limit:
+        mx.set_cache_limit(previous)
+
+
+class PrefixCache:
+    """One layer's keys and values for a batch of rows, in the interface mlx-lm's attention layers call.
+
+    The first level is left-padded (``pad``): pad positions attend only to earlier pads, so no softmax is empty, and
+    real positions never see pads. A continuation level (``select``) attends to the cached keys its row may see
+    (``valid``) and causally to its own tokens; a trie level (``tree``) to the cached keys and to its own tokens'
+    ancestors (``tree_mask``), each token at its own absolute position. ``offset`` is each row's next position
+    ([rows]), or each token's position ([rows, tokens], a trie level), so rotary embeddings match an unpadded run.
+    """
+
+    def __init__(self, pos: mx.array, pad: mx.array | None = None, valid: mx.array | None = None,
+                 keys: mx.array | None = None, values: mx.array | None = None, padded: bool = True,
+                 tree_mask: mx.array | None = None) -> None:
+        self.pos, self.pad, self.valid, self.keys, self.values, self.padded = pos, pad, valid, keys, values, padded
+        self.tree_mask = tree_mask
+
+    offset = property(lambda self: self.pos)
+
+    def update_and_fetch(self, keys: mx.array, values: mx.array) -> tuple[mx.array, mx.array]:
+        if self.keys is not None:
+            keys = mx.concatenate([self.keys, keys], axis=2)
+            values = mx.concatenate([self.values, values], axis=2)
+        self.keys, self.values = keys, values
+        return keys, values
+
+    def make_mask(self, n: int, return_array: bool = False, window_size: int | None = None) -> Any:
+        if window_size is not None:
+            raise ArenaError("arena's prefix-shared scoring does not support sliding-window attention models")
+        own = self.tree_mask[:, None] if self.tree_mask is not None else mx.arange(n)[:, None] >= mx.arange(n)[None]
+        if self.valid is not None:
+            rows, cached = self.valid.shape
+            seen = mx.broadcast_to(self.valid[:, None, None, :], (rows, 1, n, cached))
+            return mx.concatenate([seen, mx.broadcast_to(own, (rows, 1, n, n))], axis=-1)
+        if not self.padded and not return_array:
+            return "causal"
+        pad = self.pad[:, None, None, None]
+        query, key = mx.arange(n)[:, None], mx.arange(n)[None]
+        return own & ((key >= pad) | (query < pad))
+
+    def visible(self, lengths: mx.array | None = None) -> tuple[mx.array, mx.array]:
+        """After this level's tokens: which cached keys each row may see [rows, keys], and its next position."""
+        total = self.keys.shape[2]
+        if self.valid is None:
+            return mx.arange(total)[None] >= self.pad[:, None], total - self.pad
+        new = total - self.valid.shape[1]
+        return mx.concatenate([self.valid, mx.arange(new)[None] < lengths[:, None]], axis=1), self.pos + lengths
+
+    def select(self, rows: mx.array, lengths: mx.array | None = None) -> PrefixCache:
+        """The cache rows ``rows`` extend (repeats allowed), after this level's tokens (``lengths`` real tokens per
+        row of a right-padded level; None for the left-padded first level)."""
+        valid, pos = self.visible(lengths)
+        return PrefixCache(pos[rows], valid=valid[rows], keys=self.keys[rows], values=self.values[rows])
+
+    def tree(self, lengths: mx.array | None, depth: mx.array, mask: mx.array) -> PrefixCache:
+        """Each row's action trie as one packed level over this cache, no copy of it: token j of row r sits at
+        position (the row's next) + ``depth[r, j]`` and sees the row's cached keys and ``mask[r, j]``."""
+        valid, pos = self.visible(lengths)
+        return PrefixCache(pos[:, None] + depth, valid=valid, keys=self.keys, values=self.values, tree_mask=mask)
+
+
+def stacked(rows: Sequence[KV], pad_to: int) -> list[PrefixCache]:
+    """Stored prefixes as a left-padded first level (zeros, never attended to) of ``pad_to`` positions."""
+    caches = []
+    for layer in range(len(rows[0])):
+        keys = [mx.pad(kv[layer][0], [(0, 0), (0, 0), (pad_to - kv[layer][0].shape[2], 0), (0, 0)]) for kv in rows]
+        values = [mx.pad(kv[layer][1], [(0, 0), (0, 0), (pad_to - kv[layer][1].shape[2], 0), (0, 0)])
+                  for kv in rows]
+        pad = mx.array([pad_to - kv[0][0].shape[2] for kv in rows], dtype=mx.int32)
+        caches.append(PrefixCache(-pad, pad, keys=mx.concatenate(keys), values=mx.concatenate(values)))
+    return caches
+
+
+def joined(first: list[PrefixCache] | None, second: list[PrefixCache] | None) -> list[PrefixCache]:
+    """Two left-padded first levels as one (rows of ``first``, then ``second``), padded to the wider."""
+    if first is None or second is None:
+        return first if second is None else second
+    width = max(first[0].keys.shape[2], second[0].keys.shape[2])
+    out = []
+    for a, b in zip(first, second, strict=True):
+        grow = [width - a.keys.shape[2], width - b.keys.shape[2]]
+        keys = [mx.pad(c.keys, [(0, 0), (0, 0), (g, 0), (0, 0)]) for c, g in zip((a, b), grow, strict=True)]
+        values = [mx.pad(c.values, [(0, 0), (0, 0), (g, 0), (0, 0)]) for c, g in zip((a, b), grow, strict=True)]
+        pad = mx.concatenate([a.pad + grow[0], b.pad + grow[1]])
+        out.append(PrefixCache(-pad, pad, keys=mx.concatenate(keys), values=mx.concatenate(values)))
+    return out
+
+
+class _PerTokenRope(nn.Module):
+    """A model's own rotary embedding, applied at one position per token when given a [rows, tokens] offset."""
+
+    def __init__(self, rope: Any) -> None:
+        super().__init__()
+        self.inner = rope
+
+    def __call__(self, x: mx.array, offset: Any = 0) -> mx.array:
+        if not (isinstance(offset, mx.array) and offset.ndim == 2):
+            return self.inner(x, offset=offset)
+        rows, heads, n, dim = x.shape  # each token its own batch row, so its offset is its position
+        flat = x.transpose(0, 2, 1, 3).reshape(rows * n, heads, 1, dim)
+        return self.inner(flat, offset=offset.reshape(-1)).reshape(rows, n, heads, dim).transpose(0, 2, 1, 3)
+
+
+@contextlib.contextmanager
+def per_token_positions(model: Any) -> Iterator[None]:
+    """While inside, the model's attention layers accept a position per token (a trie level); restored after."""
+    attentions = [getattr(layer, "self_attn", None) for layer in model.layers]
+    if any(attention is None or "rope" not in attention for attention in attentions):
+        raise ArenaError(f"model type {getattr(model, 'model_type', '?')} has no self_attn.rope in every layer: "
+                         "arena's trie scoring places each action token at its own position through it "
+                         "(qwen2/qwen3/llama-style models have one)")
+    ropes = [attention.rope for attention in attentions]
+    try:
+        for attention, rope in zip(attentions, ropes, strict=True):
+            attention.rope = _PerTokenRope(rope)
+        yield
+    finally:
+        for attention, rope in zip(attentions, ropes, strict=True):
+            attention.rope = rope
+
+
+_FLOAT_HEADS: dict[int, tuple[mx.array, mx.array]] = {}  # id(head) -> (its packed weight, the dequantised copy)
+
+
+def float_head(head: Any) -> Callable[[mx.array], mx.array] | None:
+    """On the CPU, a quantised output head as a float matmul with its dequantised weight (made once, kept while the
+    packed weight is the same array), else None. MLX 0.32's CPU 4-bit matmul is ~25x slower than float BLAS for a
+    151,936-row head (100 rows: 10.2 s vs 0.40 s, max gap 4e-6); the copy costs vocab x hidden floats of memory."""
+    if mx.default_device() != mx.cpu or "scales" not in head or getattr(head, "mode", "affine") != "affine":
+        return None
+    cached = _FLOAT_HEADS.get(id(head))
+    if cached is None or cached[0] is not head["weight"]:
+        weight = mx.dequantize(head["weight"], head["scales"], head.get("biases"), group_size=head.group_size,
+                               bits=head.bits)
+        mx.eval(weight)
+        cached = _FLOAT_HEADS[id(head)] = (head["weight"], weight)
+    weight, bias = cached[1], head.get("bias")
+    return (lambda x: x @ weight.T) if bias is None else (lambda x: x @ weight.T + bias)
+
+
+def row_kv(caches: Sequence[PrefixCache], row: int, positions: np.ndarray) -> KV:
+    """One row's keys and values at ``positions`` of every layer's cache, as arrays of their own."""
+    index = mx.array(positions.astype(np.int32))
+    return [(mx.take(c.keys[row], index, axis=1)[None], mx.take(c.values[row], index, axis=1)[None])
+            for c in caches]
+
+
+class TurnCache:
+    """Per game stream, the keys and values of its last prompt, so its next prompt re-encodes only what is new.
+
+    A game's prompt at one turn usually extends its prompt at the last (TextArena's observation only grows), and
+    rotary positions are absolute, so the cached prefix is exact. Keyed by the stream (a game and seat in one
+    match), never by what else was batched; bounded by ``capacity`` bytes (``token_bytes`` a token), evicting the
+    least recently used stream first, so the same calls always leave the same entries.
+    """
+
+    def __init__(self, capacity: int, token_bytes: int, min_tokens: int) -> None:
+        self.capacity, self.token_bytes, self.min_tokens = capacity, token_bytes, min_tokens
+        self.entries: OrderedDict[Hashable, tuple[np.ndarray, KV]] = OrderedDict()
+        self.bytes = 0
+        self.hits = self.reused = 0
+
+    def reusable(self, stream: Hashable | None, prompt: Sequence[int]) -> int:
+        """How many leading tokens of ``prompt`` the stream's entry holds (leaving it one of its own), or 0."""
+        entry = self.entries.get(stream) if stream is not None else None
+        if entry is None:
+            return 0
+        tokens, width = entry[0], min(len(entry[0]), len(prompt) - 1)
+        differ = np.flatnonzero(tokens[:width] != np.asarray(prompt[:width]))
+        shared = int(differ[0]) if differ.size else width
+        return shared if shared >= self.min_tokens else 0
+
+    def prefix(self, stream: Hashable, tokens: int) -> KV:
+        """The stream's first ``tokens`` keys and values (marks it recently used)."""
+        self.entries.move_to_end(stream)
+        self.hits, self.reused = self.hits + 1, self.reused + tokens
+        return [(k[:, :, :tokens], v[:, :, :tokens]) for k, v in self.entries[stream][1]]
+
+    def store(self, stream: Hashable, prompt: Sequence[int], kv: KV) -> None:
+        """Keep ``kv`` (the whole prompt's) as the stream's entry, then evict down to the capacity."""
+        self.drop(stream)
+        size = len(prompt) * self.token_bytes
+        if size > self.capacity:
+            return
+        self.entries[stream] = (np.asarray(prompt, dtype=np.int64), kv)
+        self.bytes += size
+        while self.bytes > self.capacity:
+            self.drop(next(iter(self.entries)))
+
+    def drop(self, stream: Hashable) -> None:
+        entry = self.entries.pop(stream, None)
+        if entry is not None:
+            self.bytes -= len(entry[0]) * self.token_bytes
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.bytes = 0

@@ -1,0 +1,81 @@
+"""Cross-turn reuse of a game's keys and values equals scoring from scratch; the store is bounded and deterministic."""
+
+from dataclasses import replace
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+from arena.players.kvcache import TurnCache
+
+
+def _game_turns(game_id: str, seed: int, turns: int):
+    """One game's observations, both seats, with the match's stream set (random moves from a fixed seed)."""
+    from arena.games.registry import make_game
+
+    rng = np.random.default_rng(seed)
+    game, out = make_game(game_id, seed), []
+    while not game.done and len(out) < turns:
+        observation = game.observation()
+        out.append(replace(observation, stream=seed + 1))
+        game.step(observation.legal_actions[rng.integers(len(observation.legal_actions))])
+    return out
+
+
+@pytest.mark.parametrize("model", ["standin_dir", "standin_q4_dir"])
+def test_reusing_the_previous_turn_equals_scoring_from_scratch(model, request):
+    from arena.players.config import MLXPlayerConfig
+    from arena.players.mlx import MLXPlayer
+
+    player = MLXPlayer(request.getfixturevalue(model), MLXPlayerConfig(view="full"))
+    games = [_game_turns("liarsdice", seed, 8) for seed in range(3)]
+    steps = max(map(len, games))
+    for step in range(steps):  # lockstep, as a match asks: every game's next turn in one call
+        batch = [g[step] for g in games if step < len(g)]
+        reused = player._log_policy(batch)
+        fresh = player._log_policy([replace(o, stream=0) for o in batch])
+        for a, b in zip(reused, fresh, strict=True):  # float32 rounding of ~1,000-key attention: a few ulps
+            np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+    assert player.turns.hits >= len(games) * (steps - 2) and player.turns.reused > 1000
+    player.begin_match()
+    assert not player.turns.entries and player.turns.bytes == 0
+
+
+def _kv(tokens: int):
+    return [(mx.zeros((1, 1, tokens, 2)), mx.zeros((1, 1, tokens, 2)))]
+
+
+def test_the_store_is_bounded_by_bytes_and_evicts_the_least_recently_used():
+    cache = TurnCache(capacity=100 * 8, token_bytes=8, min_tokens=4)
+    for stream in ("a", "b", "c"):
+        cache.store(stream, list(range(40)), _kv(40))
+    assert list(cache.entries) == ["b", "c"] and cache.bytes == 80 * 8  # "a" went to make room for "c"
+    assert cache.reusable("b", list(range(30)) + [99] * 20) == 30
+    cache.prefix("b", 30)  # "b" is now the most recently used: "c" goes next
+    cache.store("d", list(range(40)), _kv(40))
+    assert list(cache.entries) == ["b", "d"]
+    assert cache.reusable("b", list(range(3)) + [99]) == 0  # under min_tokens: not worth a stored stem
+    assert cache.reusable("b", list(range(40))) == 39  # the prompt keeps at least one token of its own
+    assert cache.reusable("zzz", list(range(40))) == 0 and cache.reusable(None, list(range(40))) == 0
+    cache.store("huge", list(range(200)), _kv(200))  # alone over the capacity: not kept, nothing evicted
+    assert list(cache.entries) == ["b", "d"]
+
+
+def test_a_match_gives_the_same_records_with_and_without_reuse(standin_dir):
+    from arena.play.match import duplicate_schedule, play_match
+    from arena.players.build import make_player
+    from arena.players.config import MLXPlayerConfig
+    from arena.players.mlx import MLXPlayer
+
+    player = MLXPlayer(standin_dir, MLXPlayerConfig(view="full", temperature=0.0))
+    schedule = duplicate_schedule(range(4), 4)
+    with_reuse = play_match("liarsdice", (player, make_player("random")), schedule, progress=False)
+    assert player.turns.hits > 0
+    again = play_match("liarsdice", (player, make_player("random")), schedule, progress=False)
+    assert again == with_reuse  # the match starts with an empty store: the same calls, the same bytes
+    player.turns.capacity = 0  # nothing is kept: every prompt from scratch
+    without = play_match("liarsdice", (player, make_player("random")), schedule, progress=False)
+    assert [r["actions"] for r in with_reuse] == [r["actions"] for r in without]
+    for a, b in zip(with_reuse, without, strict=True):
+        logprobs = [[d["logprob"] for d in r["decisions"] if d["logprob"] is not None] for r in (a, b)]
+        np.testing.assert_allclose(*logprobs, atol=1e-5, rtol=1e-5)
