@@ -75,7 +75,7 @@ CASES = [
     ("eval.trueskill", {"sigma": 0.0}, "eval.trueskill.sigma",
      r"eval\.trueskill\.sigma = 0\.0 is invalid: must be > 0"),
     ("baseline.player", ["random"], "baseline.player",
-     r"unknown key baseline\.player; allowed keys in baseline: enable_thinking, frontier, players"),
+     r"unknown key baseline\.player; allowed keys in baseline: enable_thinking, frontier, max_batch_tokens, players"),
     ("baseline.players", "random", "baseline.players", r"baseline\.players = 'random' must be a list, got str"),
     ("baseline.temperature", -1.0, "baseline.temperature",
      r"baseline\.temperature = -1\.0 is invalid: must be >= 0"),
@@ -187,3 +187,19 @@ def test_enable_thinking_is_a_boolean_in_every_model_player_section(section):
     validate_all(edited(f"{section}.enable_thinking", True))
     with pytest.raises(ConfigError, match=rf"{section}\.enable_thinking = 'no' must be true or false"):
         validate_all(edited(f"{section}.enable_thinking", "no"))
+
+
+@pytest.mark.parametrize("section", ["selfplay", "shards", "baseline", "roundeval", "tournament", "rest", "lsp"])
+def test_every_model_player_section_sets_its_scoring_budget(section):
+    from arena.core.config import load_section
+    from arena.eval.config import RoundEvalConfig, TournamentConfig
+    from arena.play.config import ShardsConfig
+    from arena.players.config import sampling_config
+    from arena.train.config import LspConfig, RestConfig, SelfPlayConfig
+
+    classes = {"selfplay": SelfPlayConfig, "shards": ShardsConfig, "baseline": TournamentConfig, "lsp": LspConfig,
+               "roundeval": RoundEvalConfig, "tournament": TournamentConfig, "rest": RestConfig}
+    loaded = load_section(classes[section], section, edited(f"{section}.max_batch_tokens", 8192))
+    assert sampling_config(loaded).max_batch_tokens == 8192
+    with pytest.raises(ConfigError, match=rf"{section}\.max_batch_tokens = 0 is invalid: must be >= 1"):
+        validate_all(edited(f"{section}.max_batch_tokens", 0))

@@ -140,6 +140,7 @@ class RoundEvalConfig:
     view: str = "compact"
     temperature: float = 1.0
     enable_thinking: bool = False
+    max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
 
     def __post_init__(self) -> None:
         for spec in self.opponents:
@@ -158,6 +159,7 @@ class TournamentConfig:
     view: str = "compact"
     temperature: float = 1.0
     enable_thinking: bool = False
+    max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
 
     def __post_init__(self) -> None:
         for spec in self.frontier:

@@ -23,6 +23,7 @@ class ShardsConfig:
     view: str = "compact"
     temperature: float = 1.0
     enable_thinking: bool = False
+    max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
 
     def __post_init__(self) -> None:
         check_game_id(self.game)

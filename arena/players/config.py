@@ -51,12 +51,14 @@ class Sampling(Protocol):
     view: str
     temperature: float
     enable_thinking: bool
+    max_batch_tokens: int
 
 
 def sampling_config(section: Sampling) -> MLXPlayerConfig:
-    """The MLX player config a loaded params section gives: its ``view``, ``temperature`` and ``enable_thinking``."""
+    """The MLX player config a loaded params section gives: its ``view``, ``temperature``, ``enable_thinking`` and
+    ``max_batch_tokens``."""
     return MLXPlayerConfig(view=section.view, temperature=section.temperature,
-                           enable_thinking=section.enable_thinking)
+                           max_batch_tokens=section.max_batch_tokens, enable_thinking=section.enable_thinking)
 
 
 @dataclass(frozen=True)

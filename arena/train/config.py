@@ -74,6 +74,7 @@ class SelfPlayConfig:
     view: str = "compact"
     temperature: float = 1.0
     enable_thinking: bool = False
+    max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
 
     def __post_init__(self) -> None:
         check_game_id(self.game)
@@ -180,6 +181,7 @@ class RestConfig:
     temperature: float = 1.0
     view: str = "compact"
     enable_thinking: bool = False
+    max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
     replay_games: int = 1024
     keep_forfeit_wins: bool = False
     init: str = "base"
@@ -266,6 +268,7 @@ class LspConfig:
     temperature: float = 1.0
     view: str = "compact"
     enable_thinking: bool = False
+    max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
     benchmark_seeds: tuple[int, ...] = (9_100_000, 9_101_000)
     seed: int = 0
 
