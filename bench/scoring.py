@@ -33,24 +33,12 @@ ISSUE_FULL_ROW = {"liarsdice-full": 0.09}
 
 def build_stand_in(out: Path, seed: int = 0, vocab: int = STAND_IN["vocab_size"]) -> Path:
     """The stand-in with the embedded base model's tokenizer (its ids are < 1024 < the vocabulary)."""
-    import mlx.core as mx
-    from mlx.utils import tree_flatten
-    from mlx_lm.utils import _get_classes
-
-    from arena.train.basemodel import build_tokenizer
+    from arena.train.basemodel import build_tokenizer, write_seeded_model
     from arena.train.config import BaseConfig
 
     out.mkdir(parents=True, exist_ok=True)
     build_tokenizer(out, BaseConfig())
-    config = {**STAND_IN, "vocab_size": vocab}
-    model_class, args_class = _get_classes(config)
-    mx.random.seed(seed)
-    model = model_class(args_class.from_dict(config))
-    weights = dict(sorted(tree_flatten(model.parameters())))
-    mx.eval(weights)
-    mx.save_safetensors(str(out / "model.safetensors"), weights, metadata={"format": "mlx"})
-    (out / "config.json").write_text(json.dumps(config))
-    return out
+    return write_seeded_model(out, {**STAND_IN, "vocab_size": vocab}, seed)
 
 
 # ----------------------------------------------------------------------------------------------- the reference

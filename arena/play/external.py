@@ -20,13 +20,11 @@ from arena.games.base import Game, Observation
 from arena.games.registry import get_spec, make_game
 from arena.play.match import MAX_ACTIONS, Slot, sample_key
 from arena.players.base import Player
-from arena.players.config import DEFAULT_SYSTEM_PROMPT
 from arena.players.frontier_reply import parse_action
 
 # The two roles of an exported environment. Seats alternate between them (role A sits in seat k % 2 in
 # task k), as in every arena tournament, so neither model keeps the first-mover advantage.
 ROLES = ("player_a", "player_b")
-SYSTEM_PROMPT = DEFAULT_SYSTEM_PROMPT
 
 
 @dataclass(frozen=True)

@@ -112,21 +112,25 @@ def model_config(config: BaseConfig) -> dict[str, Any]:
 
 def build_embedded(out_dir: str | Path, config: BaseConfig) -> Path:
     """Write a seeded, random-initialised tiny qwen2 model directory; same config -> same bytes."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    build_tokenizer(out, config)
+    return write_seeded_model(out, model_config(config), config.seed)
+
+
+def write_seeded_model(out: Path, config: dict[str, Any], seed: int) -> Path:
+    """Initialise mlx-lm's model for ``config`` from ``seed``; save its weights and config.json into ``out``."""
     import mlx.core as mx
     from mlx.utils import tree_flatten
     from mlx_lm.utils import _get_classes
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    build_tokenizer(out, config)
-    cfg = model_config(config)
-    model_class, args_class = _get_classes(cfg)
-    mx.random.seed(config.seed)
-    model = model_class(args_class.from_dict(cfg))
+    model_class, args_class = _get_classes(config)
+    mx.random.seed(seed)
+    model = model_class(args_class.from_dict(config))
     weights = dict(sorted(tree_flatten(model.parameters())))
     mx.eval(weights)
     mx.save_safetensors(str(out / "model.safetensors"), weights, metadata={"format": "mlx"})
-    atomic_write_json(out / "config.json", cfg)
+    atomic_write_json(out / "config.json", config)
     return out
 
 

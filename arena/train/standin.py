@@ -6,9 +6,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from arena.core.artifacts import atomic_write_json
 from arena.core.config import ConfigError
-from arena.train.basemodel import write_tokenizer_config
+from arena.train.basemodel import write_seeded_model, write_tokenizer_config
 from arena.train.config import BaseConfig
 
 # Modelled on Qwen3's own template (tools left out): the system message first, the empty think block on the last
@@ -121,22 +120,10 @@ def standin_model_config(config: BaseConfig, eos_token_id: int) -> dict[str, Any
 
 def build_standin(out_dir: str | Path, config: BaseConfig) -> Path:
     """Write the seeded stand-in model directory (embedding rows past the tokenizer's ids stay unused, as Qwen's do)."""
-    import mlx.core as mx
-    from mlx.utils import tree_flatten
-    from mlx_lm.utils import _get_classes
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     size, eos_token_id = build_standin_tokenizer(out, config)
     if size > config.vocab_size:
         raise ConfigError(f"base.vocab_size = {config.vocab_size} is invalid: the stand-in's tokenizer has {size} "
                           f"tokens; use at least {size} (Qwen's is 151936)")
-    cfg = standin_model_config(config, eos_token_id)
-    model_class, args_class = _get_classes(cfg)
-    mx.random.seed(config.seed)
-    model = model_class(args_class.from_dict(cfg))
-    weights = dict(sorted(tree_flatten(model.parameters())))
-    mx.eval(weights)
-    mx.save_safetensors(str(out / "model.safetensors"), weights, metadata={"format": "mlx"})
-    atomic_write_json(out / "config.json", cfg)
-    return out
+    return write_seeded_model(out, standin_model_config(config, eos_token_id), config.seed)

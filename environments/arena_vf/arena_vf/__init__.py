@@ -26,7 +26,8 @@ from verifiers.v1.harnesses import null as null_harness
 from verifiers.v1.harnesses.null import NullHarness
 from verifiers.v1.runtimes import ProgramResult, Runtime
 
-from arena.play.external import ROLES, SYSTEM_PROMPT, ExternalGame, game_task
+from arena.play.external import ROLES, ExternalGame, game_task
+from arena.players.config import DEFAULT_SYSTEM_PROMPT
 
 # verifiers' own chat loop (one completion per segment, no tools given); run as a file, never copied.
 PROGRAM = Path(null_harness.__file__).resolve().parent / "program.py"
@@ -66,7 +67,7 @@ class ArenaGameTaskset(vf.Taskset[ArenaGameTask, ArenaGameConfig]):
             task = game_task(self.config.game, self.config.variant, self.config.seed_start, index)
             yield ArenaGameTask(
                 ArenaGameData(idx=index, name=f"{task.game_id}#{task.seed}", prompt=None,
-                              system_prompt=SYSTEM_PROMPT, game_id=task.game_id, variant=dict(task.variant),
+                              system_prompt=DEFAULT_SYSTEM_PROMPT, game_id=task.game_id, variant=dict(task.variant),
                               seed=task.seed, first_seat=task.first_seat),
                 self.config.task,
             )
