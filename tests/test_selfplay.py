@@ -28,7 +28,7 @@ def round_zero(tmp_path_factory):
     build_base(BaseConfig(**TINY), root / "base")
     copy_snapshot(root / "base", root / "snap0")
     build_pool(None, root / "snap0", PoolConfig(), "kuhn", root / "pool0")
-    play_round(root / "snap0", root / "pool0", SELFPLAY, SeedsConfig(), 1, root / "roll1", progress=False)
+    play_round(root / "snap0", root / "pool0", SELFPLAY, SeedsConfig(), 1, root / "roll1")
     return root
 
 
@@ -71,7 +71,7 @@ def test_train_and_fuse_change_the_model_deterministically(round_zero, tmp_path,
 def test_pool_grows_and_eval_reports_exploitability(round_zero, tmp_path):
     config = TrainConfig(steps=1, batch_size=16)
     train_round(round_zero / "snap0", round_zero / "base", round_zero / "roll1", 1, SELFPLAY, config,
-                tmp_path / "ad", progress=False)
+                tmp_path / "ad")
     fuse_round(round_zero / "snap0", tmp_path / "ad", tmp_path / "snap1")
     pool = build_pool(round_zero / "pool0", tmp_path / "snap1", PoolConfig(), "kuhn", tmp_path / "pool1")
     assert len(pool["members"]) == 2 and all(len(m["kuhn_policy"]) == 12 for m in pool["members"])
@@ -113,7 +113,7 @@ def test_bad_hyperparameters_name_the_key(cls, section, values, pattern):
 def test_a_round_on_several_games_groups_each_games_deals_apart(round_zero, tmp_path):
     """selfplay.mix: one model, several games in one round; a deal's group never mixes two games."""
     config = SelfPlayConfig(deals_per_round=4, group_size=2, mix=({"id": "nim", "variant": {"piles": [1, 2]}},))
-    play_round(round_zero / "snap0", round_zero / "pool0", config, SeedsConfig(), 1, tmp_path / "roll", progress=False)
+    play_round(round_zero / "snap0", round_zero / "pool0", config, SeedsConfig(), 1, tmp_path / "roll")
     records = [json.loads(line) for line in (tmp_path / "roll" / "games.jsonl").read_text().splitlines()]
     assert [r["game_id"] for r in records] == ["kuhn"] * 8 + ["nim"] * 8
     seeds = {game: {r["seed"] for r in records if r["game_id"] == game} for game in ("kuhn", "nim")}
@@ -121,7 +121,7 @@ def test_a_round_on_several_games_groups_each_games_deals_apart(round_zero, tmp_
     data = learner_decisions(records, f"mlx:{(round_zero / 'snap0').as_posix()}", TrainConfig())
     assert {o.game_id for o in data.observations} == {"kuhn", "nim"}
     summary = train_round(round_zero / "snap0", round_zero / "base", tmp_path / "roll", 1, config,
-                          TrainConfig(steps=1, batch_size=32), tmp_path / "trained", progress=False)
+                          TrainConfig(steps=1, batch_size=32), tmp_path / "trained")
     assert summary["steps"] == 1
 
 
@@ -129,9 +129,9 @@ def test_a_round_on_several_games_groups_each_games_deals_apart(round_zero, tmp_
                                            ("leduc", {})])
 def test_grpo_rounds_run_on_every_game(round_zero, tmp_path, game, variant):
     config = SelfPlayConfig(game=game, variant=variant, deals_per_round=4, group_size=2)
-    play_round(round_zero / "snap0", round_zero / "pool0", config, SeedsConfig(), 1, tmp_path / "roll", progress=False)
+    play_round(round_zero / "snap0", round_zero / "pool0", config, SeedsConfig(), 1, tmp_path / "roll")
     summary = train_round(round_zero / "snap0", round_zero / "base", tmp_path / "roll", 1, config,
-                          TrainConfig(steps=1, batch_size=16), tmp_path / "trained", progress=False)
+                          TrainConfig(steps=1, batch_size=16), tmp_path / "trained")
     assert summary["steps"] == 1
 
 

@@ -14,11 +14,11 @@ from arena.core.seeds import check_seed_ranges
 from arena.eval.config import EvalConfig, GameEntry, RoundEvalConfig
 from arena.eval.exact import exact_metrics
 from arena.games.kuhn_theory import chips_per_hand, exploitability
-from arena.play.match import duplicate_schedule, play_match
+from arena.play.distributed import Match, PlayerPool, Seat, play_matches
+from arena.play.match import duplicate_schedule
 from arena.play.stats import summarize_match
-from arena.players.build import make_player
+from arena.players.build import PlayerConfigs
 from arena.players.config import sampling_config
-from arena.players.mlx import MLXPlayer
 from arena.players.policy import scripted_kuhn_policy
 from arena.train.pool import load_pool, pool_average_policy
 
@@ -78,19 +78,22 @@ def evaluate_round(snapshot: str | Path, pool_file: str | Path | None, round_num
     require(seeds.stop <= eval_config.seeds.stop, "roundeval.games", config.games,
             f"needs {len(seeds)} deals (each played from both seats) but eval.seeds has {len(eval_config.seeds)}")
     check_seed_ranges(seeds, reserved)
-    player = MLXPlayer(snapshot, sampling_config(config))
-    schedule = duplicate_schedule(seeds, config.games)
+    pool = PlayerPool()
+    seat = Seat(f"mlx:{Path(snapshot).as_posix()}", PlayerConfigs(mlx=sampling_config(config)))
+    player = pool.player(seat)
+    schedule = tuple(duplicate_schedule(seeds, config.games))
     result: dict[str, Any] = {"round": round_number, "snapshot": player.spec, "model_hash": player.pin()["model_hash"]}
     exact = [(game, metrics) for game in eval_config.games
              if (metrics := exact_metrics(player, game.game_id, game.variant)) is not None]
     policy = next((m["policy"] for game, m in exact if game.game_id == "kuhn"), None)
-    for game in eval_config.games:
-        for spec in config.opponents:
-            records = play_match(game.game_id, (player, make_player(spec)), schedule, variant=game.variant)
-            row = _headline(summarize_match(records, player.spec, spec))
-            if game.game_id == "kuhn":
-                row.update(_kuhn_columns(records, player.spec, spec, policy))
-            result[f"{game.label}_vs_{spec}"] = row
+    pairs = [(game, spec) for game in eval_config.games for spec in config.opponents]
+    played = play_matches([Match(game.game_id, (seat, Seat(spec)), schedule, game.variant) for game, spec in pairs],
+                          pool)
+    for (game, spec), records in zip(pairs, played, strict=True):
+        row = _headline(summarize_match(records, player.spec, spec))
+        if game.game_id == "kuhn":
+            row.update(_kuhn_columns(records, player.spec, spec, policy))
+        result[f"{game.label}_vs_{spec}"] = row
     result.update(_exact_columns(exact))
     if policy is not None:
         result["kuhn_policy"] = policy

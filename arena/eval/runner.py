@@ -1,42 +1,55 @@
-"""Tournaments over real players: load each spec once, play pairs with the match runner, write score cards."""
+"""Tournaments over real players: every pairing played at once (in this process or on Ray), then scored."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.core.errors import ArenaError
 from arena.eval.config import EvalConfig, TournamentConfig
 from arena.eval.errors import PlayerLoadError
 from arena.eval.scorecards import write_scorecards
-from arena.eval.tournament import run_tournament
-from arena.play.match import Slot, play_match
-from arena.players.base import Player
+from arena.eval.tournament import pairings, run_tournament
+from arena.play.distributed import LoadFailure, Match, Seat, play_all
+from arena.play.match import Slot
 from arena.players.build import PlayerConfigs, player_configs
 
 
-class PlayerCache:
-    """Builds each player once per tournament, with ``configs``; a spec that cannot be built is a PlayerLoadError."""
+def _key(game_id: str, variant: Mapping[str, Any], spec_a: str, spec_b: str, seeds: Sequence[int]) -> str:
+    return json.dumps([game_id, variant, spec_a, spec_b, list(seeds)], sort_keys=True)
 
-    def __init__(self, configs: PlayerConfigs) -> None:
-        self.configs = configs
-        self._players: dict[str, Player] = {}
 
-    def get(self, spec: str) -> Player:
-        if spec not in self._players:
-            try:
-                self._players[spec] = self.configs.make(spec)
-            except ArenaError as error:
-                raise PlayerLoadError(spec, str(error)) from error
-        return self._players[spec]
+class PlayedPairings:
+    """Every pairing of a round robin, played as one batch of matches (each spec built once per worker).
+
+    The first ``play`` call (after ``run_tournament`` has checked the players and seeds) plays them all;
+    each call then hands back a pairing's records, or its player's PlayerLoadError. A pairing the round
+    robin skips (a player already excluded) was played for nothing but changes no card.
+    """
+
+    def __init__(self, eval_config: EvalConfig, players: Sequence[str], configs: PlayerConfigs) -> None:
+        self.eval_config, self.players, self.configs = eval_config, list(players), configs
+        self._results: dict[str, list[dict[str, Any]] | LoadFailure] | None = None
+
+    def _play_all(self) -> dict[str, list[dict[str, Any]] | LoadFailure]:
+        seeds = list(self.eval_config.seeds)
+        schedule = tuple(Slot(seed, k % 2) for k, seed in enumerate(seeds))
+        jobs = pairings(self.eval_config, self.players)
+        matches = [Match(game.game_id, (Seat(a, self.configs), Seat(b, self.configs)), schedule, dict(game.variant))
+                   for a, b, game in jobs]
+        return {_key(game.game_id, dict(game.variant), a, b, seeds): result
+                for (a, b, game), result in zip(jobs, play_all(matches), strict=True)}
 
     def play(self, game_id: str, variant: Mapping[str, Any], spec_a: str, spec_b: str,
              seeds: Sequence[int]) -> list[dict[str, Any]]:
         """One record per seed, ``spec_a`` in seat ``k % 2`` of game k (the tournament's contract)."""
-        players = (self.get(spec_a), self.get(spec_b))
-        schedule = [Slot(seed, k % 2) for k, seed in enumerate(seeds)]
-        return play_match(game_id, players, schedule, variant=variant)
+        if self._results is None:
+            self._results = self._play_all()
+        result = self._results[_key(game_id, variant, spec_a, spec_b, seeds)]
+        if isinstance(result, LoadFailure):
+            raise PlayerLoadError(result.spec, result.reason)
+        return result
 
 
 def run_stage(eval_config: EvalConfig, config: TournamentConfig, reserved_seeds: Sequence[range],
@@ -46,7 +59,8 @@ def run_stage(eval_config: EvalConfig, config: TournamentConfig, reserved_seeds:
     ``configs`` are the players' configs (``player_configs(params, config)``); without them, those of a
     params file with no ``frontier:`` section.
     """
-    cache = PlayerCache(configs or player_configs({}, config))
-    result = run_tournament(eval_config, config.all_players, cache.play, reserved_seeds=reserved_seeds)
+    players = config.all_players
+    played = PlayedPairings(eval_config, players, configs or player_configs({}, config))
+    result = run_tournament(eval_config, players, played.play, reserved_seeds=reserved_seeds)
     write_scorecards(out_dir, result.cards, excluded=result.excluded)
     return result.excluded

@@ -13,7 +13,7 @@ from typing import Any
 
 from arena.core.code import producing_code
 from arena.core.seeds import SeedRangeLike, check_seed_ranges
-from arena.eval.config import EvalConfig
+from arena.eval.config import EvalConfig, GameEntry
 from arena.eval.errors import PlayerLoadError, TournamentError
 from arena.eval.scorecards import first_error, make_scorecard
 
@@ -49,26 +49,30 @@ def _without(cards: Iterable[dict[str, Any]], excluded: Mapping[str, str]) -> li
     return [card for card in cards if not any(p["spec"] in excluded for p in card["players"])]
 
 
+def pairings(config: EvalConfig, players: Sequence[str]) -> list[tuple[str, str, GameEntry]]:
+    """Every pair on every game, in the order a round robin plays them: player i is p0 against later players."""
+    return [(spec_a, spec_b, game) for i, spec_a in enumerate(players) for spec_b in players[i + 1 :]
+            for game in config.games]
+
+
 def _play_pairs(config: EvalConfig, players: Sequence[str], play: PlayFn, code: Mapping[str, str],
                 excluded: dict[str, str]) -> list[dict[str, Any]]:
-    """Every pair on every game, in listed order; a PlayerLoadError excludes its player (into ``excluded``)."""
+    """Every pairing, in order; a PlayerLoadError excludes its player (into ``excluded``)."""
     seeds = list(config.seeds)
     cards: list[dict[str, Any]] = []
-    for i, spec_a in enumerate(players):
-        for spec_b in players[i + 1 :]:
-            for game in config.games:
-                if spec_a in excluded or spec_b in excluded:
-                    continue
-                try:
-                    records = play(game.game_id, dict(game.variant), spec_a, spec_b, seeds)
-                except PlayerLoadError as error:
-                    if error.spec not in (spec_a, spec_b):
-                        raise TournamentError(
-                            f"play raised PlayerLoadError for {error.spec!r} while playing {spec_a!r} vs {spec_b!r}"
-                        ) from error
-                    excluded[error.spec] = f"failed to load or play: {error.reason}"
-                    continue
-                cards.append(make_scorecard(config, game, spec_a, spec_b, records, code=code))
+    for spec_a, spec_b, game in pairings(config, players):
+        if spec_a in excluded or spec_b in excluded:
+            continue
+        try:
+            records = play(game.game_id, dict(game.variant), spec_a, spec_b, seeds)
+        except PlayerLoadError as error:
+            if error.spec not in (spec_a, spec_b):
+                raise TournamentError(
+                    f"play raised PlayerLoadError for {error.spec!r} while playing {spec_a!r} vs {spec_b!r}"
+                ) from error
+            excluded[error.spec] = f"failed to load or play: {error.reason}"
+            continue
+        cards.append(make_scorecard(config, game, spec_a, spec_b, records, code=code))
     return cards
 
 

@@ -53,6 +53,7 @@ def sample_key(slot: Slot, turn: int) -> int:
 @dataclass
 class _Running:
     index: int
+    position: int  # in its cohort
     slot: Slot
     game: Game
     seats: tuple[Player, Player]
@@ -110,13 +111,16 @@ def _apply(run: _Running, observation: Observation, decision: Decision) -> None:
         run.error = f"stopped after {MAX_ACTIONS} actions without an end"
 
 
-def _start_games(pending: list[tuple[int, Slot]], running: list[_Running], players: tuple[Player, Player],
-                 game_id: str, variant: Mapping[str, Any] | None, concurrency: int) -> None:
-    """Move scheduled games from ``pending`` (last = next) to ``running`` until ``concurrency`` are running."""
-    while pending and len(running) < concurrency:
-        index, slot = pending.pop()
+def _start_cohort(cohort: Sequence[tuple[int, Slot]], players: tuple[Player, Player], game_id: str,
+                  variant: Mapping[str, Any] | None) -> list[_Running]:
+    """A cohort's games, each with a fresh env; every player starts the cohort with no state kept from the last."""
+    for player in dict.fromkeys(players):
+        player.begin_match()
+    running = []
+    for position, (index, slot) in enumerate(cohort):
         seats = (players[0], players[1]) if slot.first_seat == 0 else (players[1], players[0])
-        running.append(_Running(index, slot, make_game(game_id, slot.seed, variant), seats, []))
+        running.append(_Running(index, position, slot, make_game(game_id, slot.seed, variant), seats, []))
+    return running
 
 
 def _ask(player: Player, running: Sequence[_Running]) -> None:
@@ -158,26 +162,26 @@ def play_match(
 ) -> list[dict[str, Any]]:
     """Play every scheduled game between ``players`` and return one record per game, in schedule order.
 
-    Up to ``concurrency`` games run in lockstep; at each step every game waiting on the same player is
-    sent to it in one ``act_batch`` call. A player's error (or exception) stops only the games it was
-    deciding, which are recorded as errored and counted for neither side.
+    The schedule is played in cohorts of ``concurrency`` consecutive games, each cohort in lockstep (at each
+    step every game waiting on the same player is sent to it in one ``act_batch`` call) and from a clean
+    player state. A cohort's records depend on its games alone, so any split of the schedule at cohort
+    boundaries (``arena.play.distributed``) gives the same bytes as one call. A player's error (or exception)
+    stops only the games it was deciding, which are recorded as errored and counted for neither side.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency = {concurrency} must be >= 1")
     pins = [players[0].pin(), players[1].pin()]
-    for player in dict.fromkeys(players):
-        player.begin_match()
     records: dict[int, dict[str, Any]] = {}
-    pending = list(enumerate(schedule))[::-1]
-    running: list[_Running] = []
+    indexed = list(enumerate(schedule))
     bar = tqdm(total=len(schedule), desc=f"{game_id}: {players[0].spec} vs {players[1].spec}", unit="game",
                file=sys.stderr, disable=None if progress else True, leave=False)
-    while pending or running:
-        _start_games(pending, running, players, game_id, variant, concurrency)
-        # Self-play passes the same object twice: ask it once per step, about every game it is to move in.
-        for player in dict.fromkeys(players):
-            _ask(player, running)
-        running = _finish(running, records, game_id, pins, bar)
+    for start in range(0, len(indexed), concurrency):
+        running = _start_cohort(indexed[start : start + concurrency], players, game_id, variant)
+        while running:
+            # Self-play passes the same object twice: ask it once per step, about every game it is to move in.
+            for player in dict.fromkeys(players):
+                _ask(player, running)
+            running = _finish(running, records, game_id, pins, bar)
     bar.close()
     return [records[i] for i in range(len(schedule))]
 
@@ -187,7 +191,7 @@ def _seat_pins(slot: Slot) -> tuple[int, int]:
 
 
 def _with_key(observation: Observation, run: _Running, turn: int) -> Observation:
-    return replace(observation, sample_key=sample_key(run.slot, turn), stream=run.index + 1)
+    return replace(observation, sample_key=sample_key(run.slot, turn), stream=run.position + 1)
 
 
 def timed_match(*args: Any, **kwargs: Any) -> tuple[list[dict[str, Any]], float]:

@@ -10,12 +10,11 @@ from arena.core.config import as_dict
 from arena.core.hashing import digest_path
 from arena.core.pins import write_meta
 from arena.core.seeds import SeedsConfig, grpo_seeds
-from arena.play.match import Slot, play_match
+from arena.play.distributed import Match, Seat, play_matches
+from arena.play.match import Slot
 from arena.play.records import SHARD_FILE, write_shard
-from arena.players.base import Player
-from arena.players.build import make_player
+from arena.players.build import PlayerConfigs
 from arena.players.config import sampling_config
-from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig
 from arena.train.pool import load_pool, sample_opponents
 
@@ -30,31 +29,40 @@ def selfplay_schedule(deals: range, group_size: int) -> list[Slot]:
     return [Slot(seed, k % 2, salt=k // 2) for seed in deals for k in range(group_size)]
 
 
-def _play_game(learner: MLXPlayer, pool: dict[str, Any], game: str, variant: Any, deals: range, group_size: int,
-               round_number: int, cache: dict[str, Player], progress: bool) -> list[dict[str, Any]]:
-    """One game's rollouts: each deal ``group_size`` times against its pool opponent, ordered by (seed, salt, seat)."""
+def _matches(learner: Seat, pool: dict[str, Any], game: str, variant: Any, deals: range, group_size: int,
+             round_number: int) -> list[Match]:
+    """One game's matches: per pool opponent (sorted), its deals ``group_size`` times each."""
     opponents = sample_opponents(pool, len(deals), seed=round_number)
-    records: dict[tuple[int, int, int], dict[str, Any]] = {}
-    for spec in sorted(set(opponents)):
-        opponent = learner if spec == learner.spec else cache.setdefault(
-            spec, make_player(spec, mlx_config=learner.config))
-        schedule = selfplay_schedule([d for d, s in zip(deals, opponents, strict=True) if s == spec], group_size)
-        played = play_match(game, (learner, opponent), schedule, variant=variant, progress=progress)
-        records.update({(slot.seed, slot.salt, slot.first_seat): record
-                        for slot, record in zip(schedule, played, strict=True)})
+    return [Match(game, (learner, learner if spec == learner.spec else Seat(spec, learner.configs)),
+                  tuple(selfplay_schedule([d for d, s in zip(deals, opponents, strict=True) if s == spec], group_size)),
+                  variant)
+            for spec in sorted(set(opponents))]
+
+
+def _ordered(matches: list[Match], played: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """A game's records ordered by (seed, salt, seat), whichever opponent played them."""
+    records = {(slot.seed, slot.salt, slot.first_seat): record
+               for match, records in zip(matches, played, strict=True)
+               for slot, record in zip(match.schedule, records, strict=True)}
     return [records[key] for key in sorted(records)]
 
 
 def play_round(snapshot: str | Path, pool_file: str | Path, config: SelfPlayConfig, seeds: SeedsConfig,
-               round_number: int, out_dir: str | Path, progress: bool = True) -> int:
-    """Rollouts@r: the snapshot plays each deal of each game against an opponent drawn from the pool."""
-    learner = MLXPlayer(snapshot, sampling_config(config))
+               round_number: int, out_dir: str | Path) -> int:
+    """Rollouts@r: the snapshot plays each deal of each game against an opponent drawn from the pool.
+
+    Every game of the round is played in one ``play_matches`` call, so its tasks spread over all workers.
+    """
+    learner = Seat(f"mlx:{Path(snapshot).as_posix()}", PlayerConfigs(mlx=sampling_config(config)))
     pool = load_pool(pool_file)
     deals = round_seeds(seeds, config, round_number)
-    cache: dict[str, Player] = {}
-    ordered = [record for game, variant in config.games
-               for record in _play_game(learner, pool, game, variant, deals, config.group_size, round_number,
-                                        cache, progress)]
+    per_game = [_matches(learner, pool, game, variant, deals, config.group_size, round_number)
+                for game, variant in config.games]
+    played = play_matches([match for matches in per_game for match in matches])
+    ordered, offset = [], 0
+    for matches in per_game:
+        ordered += _ordered(matches, played[offset : offset + len(matches)])
+        offset += len(matches)
     with atomic_dir(out_dir) as tmp:
         count = write_shard(tmp / SHARD_FILE, ordered)
         write_meta(tmp, inputs={"snapshot": digest_path(snapshot), "pool": digest_path(pool_file)},

@@ -1,0 +1,145 @@
+"""Matches split into cohort-aligned tasks, played in this process or on Ray actors, merged in schedule order.
+
+``play_match`` plays a schedule in cohorts of ``COHORT`` games, each from a clean player state, so a task
+of whole cohorts gives the same records wherever and in whatever grouping it runs. Placement is read from
+the environment (``ARENA_RAY_ADDRESS``), never from params: it cannot change a result, so it is in no pin.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from arena.core.errors import ArenaError
+from arena.play.match import Slot, play_match
+from arena.players.base import Player
+from arena.players.build import PlayerConfigs
+
+# Games one lockstep cohort holds: play_match's default concurrency, and the unit a task is made of.
+COHORT = 64
+# Tasks per worker when a run is split: enough to even out uneven tasks, few enough to keep overhead small.
+TASKS_PER_WORKER = 4
+ADDRESS_ENV = "ARENA_RAY_ADDRESS"
+
+
+@dataclass(frozen=True)
+class Seat:
+    """How any process builds a player: its spec and the configs it is made with (picklable, hashable)."""
+
+    spec: str
+    configs: PlayerConfigs = field(default_factory=PlayerConfigs)
+
+
+@dataclass(frozen=True)
+class Match:
+    """One match to play: a game, its two seats (equal seats are one player, as in self-play), its schedule."""
+
+    game_id: str
+    seats: tuple[Seat, Seat]
+    schedule: tuple[Slot, ...]
+    variant: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Task:
+    """Whole cohorts of one match: its schedule's slots ``start`` to ``start + len(slots)``."""
+
+    match: int
+    start: int
+    game_id: str
+    seats: tuple[Seat, Seat]
+    slots: tuple[Slot, ...]
+    variant: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class LoadFailure:
+    """A seat's player could not be built (missing model, unreachable endpoint): the reason, not a traceback."""
+
+    spec: str
+    reason: str
+
+
+class PlayerPool:
+    """The players one process has built, one per seat; a seat that failed to build fails again without retrying."""
+
+    def __init__(self) -> None:
+        self._players: dict[Seat, Player | LoadFailure] = {}
+
+    def get(self, seat: Seat) -> Player | LoadFailure:
+        if seat not in self._players:
+            try:
+                self._players[seat] = seat.configs.make(seat.spec)
+            except ArenaError as error:
+                self._players[seat] = LoadFailure(seat.spec, str(error))
+        return self._players[seat]
+
+    def player(self, seat: Seat) -> Player:
+        """The seat's player, or the ArenaError its build raised."""
+        got = self.get(seat)
+        if isinstance(got, LoadFailure):
+            raise ArenaError(got.reason)
+        return got
+
+
+def play_task(pool: PlayerPool, task: Task) -> list[dict[str, Any]] | LoadFailure:
+    """A task's records (its cohorts, in order), or the first of its seats that failed to build."""
+    players = tuple(pool.get(seat) for seat in task.seats)
+    failed = [p for p in players if isinstance(p, LoadFailure)]
+    if failed:
+        return failed[0]
+    return play_match(task.game_id, players, task.slots, variant=task.variant, concurrency=COHORT, progress=False)
+
+
+def split(matches: Sequence[Match], workers: int) -> list[Task]:
+    """Every match cut at cohort boundaries into tasks of equal whole cohorts, about TASKS_PER_WORKER a worker."""
+    cohorts = sum(math.ceil(len(m.schedule) / COHORT) for m in matches)
+    size = COHORT * max(1, math.ceil(cohorts / (TASKS_PER_WORKER * max(workers, 1))))
+    return [Task(i, start, m.game_id, m.seats, m.schedule[start : start + size], m.variant)
+            for i, m in enumerate(matches) for start in range(0, len(m.schedule), size)]
+
+
+def merge(matches: Sequence[Match], tasks: Sequence[Task],
+          results: Sequence[list[dict[str, Any]] | LoadFailure]) -> list[list[dict[str, Any]] | LoadFailure]:
+    """Per match, its tasks' records in schedule order (or its first load failure): placement never enters."""
+    merged: list[list[dict[str, Any]] | LoadFailure] = [[] for _ in matches]
+    for task, result in sorted(zip(tasks, results, strict=True), key=lambda pair: (pair[0].match, pair[0].start)):
+        done = merged[task.match]
+        if isinstance(done, LoadFailure):
+            continue
+        merged[task.match] = result if isinstance(result, LoadFailure) else done + result
+    return merged
+
+
+def ray_address() -> str | None:
+    """Where tasks run: ``$ARENA_RAY_ADDRESS`` (``local``, ``auto`` or a cluster's address), None for this process."""
+    return os.environ.get(ADDRESS_ENV, "").strip() or None
+
+
+def play_all(matches: Sequence[Match], pool: PlayerPool | None = None) -> list[list[dict[str, Any]] | LoadFailure]:
+    """Every match's records in schedule order, or its load failure; on Ray when ``$ARENA_RAY_ADDRESS`` is set.
+
+    ``pool`` holds players this process already built (used by the in-process path only).
+    """
+    address = ray_address()
+    if address is None:
+        tasks = split(matches, 1)
+        pool = pool or PlayerPool()
+        return merge(matches, tasks, [play_task(pool, task) for task in tasks])
+    from arena.play.rayexec import ray_workers
+
+    workers = ray_workers(address)
+    tasks = split(matches, workers.size)
+    return merge(matches, tasks, workers.run(tasks))
+
+
+def play_matches(matches: Sequence[Match], pool: PlayerPool | None = None) -> list[list[dict[str, Any]]]:
+    """``play_all``, with a seat that failed to build raised as the ArenaError it gave."""
+    played = play_all(matches, pool)
+    failed = next((result for result in played if isinstance(result, LoadFailure)), None)
+    if failed is not None:
+        raise ArenaError(failed.reason)
+    return [result for result in played if not isinstance(result, LoadFailure)]
