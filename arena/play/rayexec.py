@@ -12,6 +12,7 @@ import logging
 import os
 import socket
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from arena.core.blas import ensure_fast_blas
@@ -94,12 +95,14 @@ def connect(address: str) -> Any:
     if ray.is_initialized():
         return ray
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    options = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
+    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
     if address == "local":
         ray.init(num_cpus=worker_count(os.cpu_count() or 1), **options)
         return ray
     if address != "auto":
         _check_reachable(address)
+    # A cluster's workers run this process's arena, shipped with the job: the code is part of every result.
+    options["runtime_env"] = {"py_modules": [str(Path(__file__).resolve().parents[1])]}
     try:
         ray.init(address=address, **options)
     except ConnectionError as error:
@@ -127,6 +130,11 @@ class RayWorkers:
                 raise ArenaError(f"a Ray worker's environment differs from this process's (here, there): {differ}; "
                                  "results would depend on placement, so run every worker with the same install")
 
+    def close(self) -> None:
+        """End the actors (their players with them)."""
+        for actor in self.actors:
+            self.ray.kill(actor)
+
     def run(self, tasks: Sequence[Task]) -> list[list[dict[str, Any]] | LoadFailure]:
         """Every task's result, in task order, whichever actor ran it."""
         from ray.exceptions import RayActorError
@@ -151,3 +159,9 @@ def ray_workers(address: str) -> RayWorkers:
                              f"takes one, so set {WORKERS_ENV} to at most {cpus} or add nodes")
         _pools[address] = RayWorkers(ray, size)
     return _pools[address]
+
+
+def close_all() -> None:
+    """End every worker this process made; the next run makes new ones (with the environment of then)."""
+    while _pools:
+        _pools.popitem()[1].close()
