@@ -17,6 +17,9 @@ HEAD = (
     "ray.shutdown()\n"
 )
 
+# Token authentication (Ray's default for a local head since 2.59) also for the drivers that attach to it.
+AUTH = {"RAY_AUTH_MODE": "token"}
+
 
 class RayCluster:
     """``with RayCluster(2, tmp) as address:`` -- a fresh head with two worker CPUs, its GCS address."""
@@ -27,7 +30,7 @@ class RayCluster:
 
     def __enter__(self) -> str:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1",
-               "ARENA_CACHE_DIR": str(self.cache_dir), "RAY_USAGE_STATS_ENABLED": "0"}
+               "ARENA_CACHE_DIR": str(self.cache_dir), "RAY_USAGE_STATS_ENABLED": "0", **AUTH}
         self.process = subprocess.Popen([sys.executable, "-c", HEAD, str(self.cpus)], env=env, text=True,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         address = self.process.stdout.readline().strip()

@@ -3,12 +3,13 @@ the same bytes; a worker killed mid-task is retried; a misconfigured Ray setting
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from ray_cluster import RayCluster
+from ray_cluster import AUTH, RayCluster
 from repo_copy import content, lock_outs, make_copy, repro_env, run_dvc, small_params, temporaries
 
 from arena.core.errors import ArenaError
@@ -32,6 +33,9 @@ from arena.play.records import encode_record
 from arena.train.grpo.rollouts import selfplay_schedule
 
 ADDRESS = "ARENA_RAY_ADDRESS"
+# Ray reads its auth mode when it is imported: this process attaches to the test cluster as a driver.
+for _name, _value in AUTH.items():
+    os.environ.setdefault(_name, _value)
 
 
 def _matches(model: Path) -> list[Match]:
@@ -199,8 +203,9 @@ def test_a_worker_killed_mid_task_is_retried_and_the_shard_is_identical(cluster,
 
 @pytest.mark.slow
 def test_a_reduced_pipeline_on_ray_writes_the_same_dvc_lock(cluster, tmp_path):
+    # Every step more than one cohort, so each is split into tasks over both workers.
     params = small_params(shards={"games_per_shard": 2 * COHORT + 8}, roundeval={"games": 80},
-                          selfplay={"deals_per_round": 80})
+                          selfplay={"deals_per_round": 40}, eval={"seeds": [9_000_000, 9_000_080]})
     locks = {}
     for tag, extra in (("here", {}), ("ray", {ADDRESS: cluster})):
         repo = make_copy(tmp_path / tag / "repo", params)

@@ -45,7 +45,10 @@ class Match:
 
 @dataclass(frozen=True)
 class Task:
-    """Whole cohorts of one match: its schedule's slots ``start`` to ``start + len(slots)``."""
+    """Whole cohorts of one match: its schedule's slots ``start`` to ``start + len(slots)``.
+
+    ``cwd`` is the directory the specs' relative model paths are relative to (the driver's), wherever it runs.
+    """
 
     match: int
     start: int
@@ -53,6 +56,7 @@ class Task:
     seats: tuple[Seat, Seat]
     slots: tuple[Slot, ...]
     variant: Mapping[str, Any] | None = None
+    cwd: str = "."
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,8 @@ def split(matches: Sequence[Match], workers: int) -> list[Task]:
     """Every match cut at cohort boundaries into tasks of equal whole cohorts, about TASKS_PER_WORKER a worker."""
     cohorts = sum(math.ceil(len(m.schedule) / COHORT) for m in matches)
     size = COHORT * max(1, math.ceil(cohorts / (TASKS_PER_WORKER * max(workers, 1))))
-    return [Task(i, start, m.game_id, m.seats, m.schedule[start : start + size], m.variant)
+    cwd = os.getcwd()
+    return [Task(i, start, m.game_id, m.seats, m.schedule[start : start + size], m.variant, cwd)
             for i, m in enumerate(matches) for start in range(0, len(m.schedule), size)]
 
 
@@ -108,9 +113,10 @@ def merge(matches: Sequence[Match], tasks: Sequence[Task],
     merged: list[list[dict[str, Any]] | LoadFailure] = [[] for _ in matches]
     for task, result in sorted(zip(tasks, results, strict=True), key=lambda pair: (pair[0].match, pair[0].start)):
         done = merged[task.match]
-        if isinstance(done, LoadFailure):
-            continue
-        merged[task.match] = result if isinstance(result, LoadFailure) else done + result
+        if isinstance(result, LoadFailure) and not isinstance(done, LoadFailure):
+            merged[task.match] = result
+        elif not isinstance(done, LoadFailure):
+            done.extend(result)
     return merged
 
 

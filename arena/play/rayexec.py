@@ -46,6 +46,11 @@ class MatchWorker:
 
     def play(self, index: int, task: Task) -> list[dict[str, Any]] | LoadFailure:
         _maybe_die(index)
+        # A spec's relative model path means the driver's file: every node must see it at the same path.
+        if not os.path.isdir(task.cwd):
+            raise ArenaError(f"this Ray worker has no directory {task.cwd} (the driver's working directory): "
+                             "every machine must see the repository at the same path, e.g. on a shared filesystem")
+        os.chdir(task.cwd)
         return play_task(self.pool, task)
 
 
@@ -107,7 +112,8 @@ def connect(address: str) -> Any:
         ray.init(address=address, **options)
     except ConnectionError as error:
         raise ArenaError(f"{ADDRESS_ENV}={address!r}: could not connect to a Ray cluster ({error}); start one "
-                         f"with `ray start --head`, or unset {ADDRESS_ENV} to play in this process") from None
+                         "with `ray start --head` (a cluster with token authentication needs RAY_AUTH_MODE=token "
+                         f"and its token here too), or unset {ADDRESS_ENV} to play in this process") from None
     return ray
 
 
