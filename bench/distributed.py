@@ -87,7 +87,9 @@ def measure(deals: int, reps: int) -> dict[str, Any]:
     import ray
 
     from arena.play.distributed import PlayerPool, merge, play_task, split
+    from arena.play.rayexec import LOCAL_ENV
 
+    os.environ.update(LOCAL_ENV)  # as arena starts a local instance
     ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)  # one 1-worker set + one 2-worker set
     with base_model() as (model, label):
         matches = _matches(model, deals)
@@ -96,7 +98,9 @@ def measure(deals: int, reps: int) -> dict[str, Any]:
         loads = {"one": _load_time(one, model), "two": _load_time(two, model)}
         tasks = {1: split(matches, 1), 2: split(matches, 2)}
         pool = PlayerPool()
-        play_task(pool, tasks[1][0])  # warm the in-process player like the workers are
+        warm = split(_matches(model, 32), 1)[0]  # one cohort: first-call allocations, everywhere alike
+        play_task(pool, warm)
+        ray.get([actor.play.remote(0, warm) for actor in one.actors + two.actors])
         results: dict[str, Any] = {}
 
         def run(name: str, workers: Any, n: int):
@@ -138,7 +142,8 @@ def scaling_model(m: dict[str, Any]) -> list[dict[str, float]]:
 
 def _flattens(rows: list[dict[str, float]]) -> int | None:
     """The first N whose doubling adds less than 10% speed-up."""
-    return next((a["workers"] for a, b in zip(rows, rows[1:]) if b["speedup"] < 1.1 * a["speedup"]), None)
+    return next((a["workers"] for a, b in zip(rows, rows[1:], strict=False) if b["speedup"] < 1.1 * a["speedup"]),
+                None)
 
 
 def render(m: dict[str, Any], rows: list[dict[str, float]], load: tuple[float, float]) -> str:
@@ -151,11 +156,11 @@ def render(m: dict[str, Any], rows: list[dict[str, float]], load: tuple[float, f
         f"(other work on the machine slows every column alike; the ratio is of adjacent runs). "
         f"Records of all three runs byte-identical: {m['identical']}.",
         "",
-        "| run | games/s | tasks | median s (of " + str(m["reps"]) + ") |",
+        f"| run | games/s | tasks | median s (of {m['reps']}) |",
         "|---|---|---|---|",
-        f"| in this process (no Ray) | {g['here']:.0f} | {m['tasks']['1']} | {statistics.median(m['times']['here']):.2f} |",
-        f"| Ray, 1 worker | {g['one']:.0f} | {m['tasks']['1']} | {statistics.median(m['times']['one']):.2f} |",
-        f"| Ray, 2 workers | {g['two']:.0f} | {m['tasks']['2']} | {statistics.median(m['times']['two']):.2f} |",
+        *(f"| {label} | {g[key]:.0f} | {m['tasks'][n]} | {statistics.median(m['times'][key]):.2f} |"
+          for label, key, n in (("in this process (no Ray)", "here", "1"), ("Ray, 1 worker", "one", "1"),
+                                ("Ray, 2 workers", "two", "2"))),
         "",
         f"2 workers / 1 worker: **{m['speedup']:.2f}x** (target >= {TARGET}x: {verdict}).",
         "",

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from arena.play.rayexec import LOCAL_ENV
+
 ROOT = Path(__file__).resolve().parents[1]
 # The head runs until its stdin closes, then shuts Ray down (ending the processes it started).
 HEAD = (
@@ -30,7 +32,7 @@ class RayCluster:
 
     def __enter__(self) -> str:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1",
-               "ARENA_CACHE_DIR": str(self.cache_dir), "RAY_USAGE_STATS_ENABLED": "0", **AUTH}
+               "ARENA_CACHE_DIR": str(self.cache_dir), **LOCAL_ENV, **AUTH}
         self.process = subprocess.Popen([sys.executable, "-c", HEAD, str(self.cpus)], env=env, text=True,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         address = self.process.stdout.readline().strip()

@@ -28,6 +28,9 @@ KILL_ENV = "ARENA_RAY_TEST_KILL"
 FORWARDED = ("OPENBLAS_NUM_THREADS", "ARENA_BLAS", "ARENA_BLAS_CORETYPE", KILL_ENV)
 # A worker that dies is restarted and its task rerun this many times before the run fails.
 RETRIES = 3
+# A Ray instance this process starts: no usage reports, and workers at the stage's own priority (Ray nices
+# them to 15 by default, which on a busy machine starves the very work the stage waits for).
+LOCAL_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_worker_niceness": "0"}
 INSTALL_HINT = "install with pip install -e '.[ray]'"
 
 _pools: dict[str, RayWorkers] = {}
@@ -99,7 +102,8 @@ def connect(address: str) -> Any:
     ray = _import_ray()
     if ray.is_initialized():
         return ray
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    for name, value in LOCAL_ENV.items():
+        os.environ.setdefault(name, value)
     options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
     if address == "local":
         ray.init(num_cpus=worker_count(os.cpu_count() or 1), **options)
