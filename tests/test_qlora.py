@@ -32,7 +32,7 @@ def q4_round(standin_q4_dir, tmp_path_factory):
     copy_snapshot(standin_q4_dir, root / "snap0")
     build_pool(None, root / "snap0", PoolConfig(), "kuhn", root / "pool0")
     play_round(root / "snap0", root / "pool0", SELFPLAY, SeedsConfig(), 1, root / "roll1")
-    train_round(root / "snap0", standin_q4_dir, root / "roll1", 1, SELFPLAY, LORA, root / "ad1")
+    train_round(root / "snap0", standin_q4_dir, root / "roll1", 1, SELFPLAY, LORA, root / "ad1", progress=False)
     fuse_round(root / "snap0", root / "ad1", root / "snap1")
     return root
 
@@ -99,7 +99,7 @@ def test_an_adapter_over_other_weights_is_refused(q4_round, tmp_path):
 def test_full_fine_tuning_of_a_quantised_model_is_refused(q4_round, standin_q4_dir, tmp_path):
     with pytest.raises(ConfigError, match="train.method = 'full' is invalid .* use train.method: lora"):
         train_round(q4_round / "snap0", standin_q4_dir, q4_round / "roll1", 1, SELFPLAY,
-                    TrainConfig(method="full", steps=1), tmp_path / "x")
+                    TrainConfig(method="full", steps=1), tmp_path / "x", progress=False)
 
 
 def test_lora_gradients_reach_only_the_adapter_of_a_quantised_model(standin_q4_dir):

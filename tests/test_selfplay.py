@@ -71,7 +71,7 @@ def test_train_and_fuse_change_the_model_deterministically(round_zero, tmp_path,
 def test_pool_grows_and_eval_reports_exploitability(round_zero, tmp_path):
     config = TrainConfig(steps=1, batch_size=16)
     train_round(round_zero / "snap0", round_zero / "base", round_zero / "roll1", 1, SELFPLAY, config,
-                tmp_path / "ad")
+                tmp_path / "ad", progress=False)
     fuse_round(round_zero / "snap0", tmp_path / "ad", tmp_path / "snap1")
     pool = build_pool(round_zero / "pool0", tmp_path / "snap1", PoolConfig(), "kuhn", tmp_path / "pool1")
     assert len(pool["members"]) == 2 and all(len(m["kuhn_policy"]) == 12 for m in pool["members"])
@@ -121,7 +121,7 @@ def test_a_round_on_several_games_groups_each_games_deals_apart(round_zero, tmp_
     data = learner_decisions(records, f"mlx:{(round_zero / 'snap0').as_posix()}", TrainConfig())
     assert {o.game_id for o in data.observations} == {"kuhn", "nim"}
     summary = train_round(round_zero / "snap0", round_zero / "base", tmp_path / "roll", 1, config,
-                          TrainConfig(steps=1, batch_size=32), tmp_path / "trained")
+                          TrainConfig(steps=1, batch_size=32), tmp_path / "trained", progress=False)
     assert summary["steps"] == 1
 
 
@@ -131,7 +131,7 @@ def test_grpo_rounds_run_on_every_game(round_zero, tmp_path, game, variant):
     config = SelfPlayConfig(game=game, variant=variant, deals_per_round=4, group_size=2)
     play_round(round_zero / "snap0", round_zero / "pool0", config, SeedsConfig(), 1, tmp_path / "roll")
     summary = train_round(round_zero / "snap0", round_zero / "base", tmp_path / "roll", 1, config,
-                          TrainConfig(steps=1, batch_size=16), tmp_path / "trained")
+                          TrainConfig(steps=1, batch_size=16), tmp_path / "trained", progress=False)
     assert summary["steps"] == 1
 
 
