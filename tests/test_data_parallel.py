@@ -131,6 +131,8 @@ def test_two_processes_train_the_same_bytes_as_one(rollouts, tmp_path, method, m
                              params, tmp_path / "two")
     assert two == one
     assert digest_dir(tmp_path / "two") == digest_dir(tmp_path / "one")
+    # meta.json too: where the step ran (and which process wrote it) is not part of it.
+    assert (tmp_path / "two" / "meta.json").read_bytes() == (tmp_path / "one" / "meta.json").read_bytes()
     log = (tmp_path / "two" / "train_log.jsonl").read_text()
     assert log == (tmp_path / "one" / "train_log.jsonl").read_text()
     assert json.loads(log.splitlines()[-1])["loss"] != 0

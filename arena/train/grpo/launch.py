@@ -49,9 +49,14 @@ def launch_command(args: Sequence[str], job: Mapping[str, Any]) -> list[str]:
 
 def launch_train_round(args: Sequence[str], snapshot: str | Path, reference: str | Path, shard: str | Path,
                        round_number: int, params: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
-    """``train_round`` on the ranks mlx.launch starts with ``args``; rank 0 writes ``out_dir``. Returns its summary."""
-    job = {"snapshot": str(snapshot), "reference": str(reference), "shard": str(shard), "round": round_number,
-           "params": dict(params), "out": str(out_dir)}
+    """``train_round`` on the ranks mlx.launch starts with ``args``; rank 0 writes ``out_dir``. Returns its summary.
+
+    The job carries this process's producing code, so meta.json names the stage script whichever process writes it.
+    """
+    from arena.core.code import producing_code
+
+    job = {"code": producing_code(), "snapshot": str(snapshot), "reference": str(reference), "shard": str(shard),
+           "round": round_number, "params": dict(params), "out": str(out_dir)}
     command = launch_command(args, job)
     print(f"[arena] train r{round_number}: data-parallel, mlx.launch {shlex.join(args)}", file=sys.stderr, flush=True)
     done = subprocess.run(command, check=False)
@@ -73,7 +78,7 @@ def run_job(job: Mapping[str, Any]) -> dict[str, Any]:
     params = job["params"]
     return train_round(job["snapshot"], job["reference"], job["shard"], job["round"],
                        load_section(SelfPlayConfig, "selfplay", params), load_section(TrainConfig, "train", params),
-                       job["out"], progress=world.is_writer, world=world)
+                       job["out"], progress=world.is_writer, world=world, code=job["code"])
 
 
 def main(argv: Sequence[str]) -> None:

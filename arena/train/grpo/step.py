@@ -272,10 +272,12 @@ def _run_steps(update: GRPOUpdate, data: Decisions, keep: np.ndarray, logp_ref: 
 
 def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, round_number: int,
                 selfplay: SelfPlayConfig, config: TrainConfig, out_dir: str | Path,
-                progress: bool = True, world: World | None = None) -> dict[str, Any]:
+                progress: bool = True, world: World | None = None,
+                code: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Train@r: GRPO steps on the round's rollouts; write the trained weights (or LoRA adapter) and a log.
 
-    With a ``world`` of several ranks (``launch.py``) every rank runs this and only rank 0 writes.
+    With a ``world`` of several ranks (``launch.py``) every rank runs this and only rank 0 writes; ``code`` is
+    what meta.json records as the producing code (default: this process's; a launched rank gets the stage's).
     """
     import mlx.core as mx
 
@@ -287,12 +289,13 @@ def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, 
     data = learner_decisions(read_shard(shard), policy.spec, config)
     return optimise(policy, ref, data, snapshot, config, selfplay.temperature, round_number, out_dir, {
         "snapshot": digest_path(snapshot), "reference": digest_path(reference), "rollouts": digest_path(shard),
-    }, progress, world)
+    }, progress, world, code)
 
 
 def optimise(policy: MLXPlayer, ref: MLXPlayer, data: Decisions, snapshot: str | Path, config: TrainConfig,
              temperature: float, round_number: int, out_dir: str | Path, inputs: dict[str, str],
-             progress: bool = True, world: World | None = None) -> dict[str, Any]:
+             progress: bool = True, world: World | None = None,
+             code: Mapping[str, str] | None = None) -> dict[str, Any]:
     """``config.steps`` GRPO steps of ``policy`` on ``data`` (KL to ``ref``); write the weights and the log.
 
     Any loop whose decisions carry advantages trains through here (self-play GRPO, LSP's two roles). Every rank
@@ -313,7 +316,7 @@ def optimise(policy: MLXPlayer, ref: MLXPlayer, data: Decisions, snapshot: str |
     if not world.is_writer:
         return _summary(config, log, round_number)
     _write_timing(round_number, timing)
-    return _save_round(policy, config, out_dir, log, inputs, round_number, snapshot)
+    return _save_round(policy, config, out_dir, log, inputs, round_number, snapshot, code)
 
 
 def _write_timing(round_number: int, timing: list[dict[str, float]]) -> None:
@@ -336,7 +339,8 @@ def _summary(config: TrainConfig, log: list[dict[str, Any]], round_number: int) 
 
 
 def _save_round(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log: list[dict[str, Any]],
-                inputs: dict[str, str], round_number: int, snapshot: str | Path) -> dict[str, Any]:
+                inputs: dict[str, str], round_number: int, snapshot: str | Path,
+                code: Mapping[str, str] | None) -> dict[str, Any]:
     import mlx.core as mx
     from mlx.utils import tree_flatten
 
@@ -350,5 +354,5 @@ def _save_round(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log
             save_fused(policy.model, tmp / "weights.safetensors")
         (tmp / "train_log.jsonl").write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in log))
         (tmp / "summary.json").write_text(dump_json(summary))
-        write_meta(tmp, inputs=inputs, config=as_dict(config))
+        write_meta(tmp, inputs=inputs, config=as_dict(config), code=code)
     return summary
