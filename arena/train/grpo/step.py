@@ -187,7 +187,7 @@ class _Sum:
     gradient leaves in the trainable parameters' order (the template a rank without a micro-batch sends zeros of).
     """
 
-    METRICS = ("clip_fraction", "kl", "mean_ratio")
+    METRICS = ("clip_fraction", "kl", "mean_ratio")  # grpo_loss's metrics (loss.py, _loss_metrics)
 
     def __init__(self, model) -> None:
         import mlx.core as mx
