@@ -7,7 +7,7 @@ import pytest
 
 from arena.core.errors import ArenaError
 from arena.train.grpo.dataparallel import World, micro_batch_rounds, owned_micro_batches
-from arena.train.grpo.launch import LAUNCH_ENV, launch_args
+from arena.train.grpo.launch import LAUNCH_ENV, launch_args, launch_for
 
 
 @pytest.mark.parametrize("count,size", [(0, 2), (1, 2), (5, 2), (6, 3), (7, 4), (3, 1)])
@@ -34,6 +34,15 @@ def test_one_process_is_a_world_of_one_writer():
     assert world.gathered(["a", "b"], [], 1) == [["a", "b"]]
 
 
+def test_a_launch_of_one_process_is_a_world_of_one(monkeypatch, tmp_path):
+    from arena.train.grpo.dataparallel import init_world
+
+    (tmp_path / "hosts").write_text("\n")  # what `mlx.launch --backend ring -n 1` hands its only rank
+    monkeypatch.setenv("MLX_HOSTFILE", str(tmp_path / "hosts"))
+    monkeypatch.setenv("MLX_RANK", "0")
+    assert init_world() == World()
+
+
 def test_the_launch_variable_holds_only_mlx_launch_options(monkeypatch):
     monkeypatch.delenv(LAUNCH_ENV, raising=False)
     assert launch_args() is None
@@ -46,12 +55,12 @@ def test_the_launch_variable_holds_only_mlx_launch_options(monkeypatch):
         launch_args()
 
 
-def test_the_launch_variable_is_refused_for_loops_it_does_not_run(monkeypatch, tmp_path):
-    from arena.pipeline.rounds import RoundPaths, _train
-
+def test_the_launch_variable_is_refused_for_loops_it_does_not_run(monkeypatch):
     monkeypatch.setenv(LAUNCH_ENV, "--backend ring -n 2")
-    with pytest.raises(ArenaError, match="loop: grpo only .*loop: rest"):
-        _train(RoundPaths(tmp_path, 1, 0), {}, "rest")
+    assert launch_for("grpo") == ["--backend", "ring", "-n", "2"]
+    for loop in ("rest", "lsp"):
+        with pytest.raises(ArenaError, match=f"loop: grpo only .*loop: {loop}"):
+            launch_for(loop)
 
 
 # ----------------------------------------------------------------------------------------------- two processes

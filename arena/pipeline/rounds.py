@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from arena.core.config import load_section
-from arena.core.errors import ArenaError
 from arena.core.seeds import SeedsConfig
 from arena.eval.config import EvalConfig, RoundEvalConfig
 from arena.eval.puzzlebench import evaluate_lsp_round
@@ -30,7 +29,7 @@ from arena.train.config import (
     check_loop,
 )
 from arena.train.fuse import copy_snapshot, fuse_round
-from arena.train.grpo.launch import LAUNCH_ENV, launch_args, launch_train_round
+from arena.train.grpo.launch import launch_for, launch_train_round
 from arena.train.grpo.rollouts import play_round
 from arena.train.grpo.step import train_round
 from arena.train.lsp.rollouts import lsp_rollouts
@@ -110,10 +109,7 @@ def _rollouts(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
 
 def _train(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
     n, prev = paths.n, paths.prev
-    launch = launch_args()
-    if launch is not None and loop != "grpo":
-        raise ArenaError(f"{LAUNCH_ENV} is set, but data-parallel training runs loop: grpo only (this is loop: "
-                         f"{loop}): unset {LAUNCH_ENV}")
+    launch = launch_for(loop)
     if loop == "rest":
         train_rest_round(paths.snapshot(prev), paths.base, paths.rollouts(n), paths.trained(prev), n,
                          load_section(RestConfig, "rest", params), paths.trained(n))

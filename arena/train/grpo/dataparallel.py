@@ -83,8 +83,14 @@ def _all_gather(arrays: list[Any], size: int, group: Any) -> list[list[Any]]:
 
 def init_world(backend: str = "ring") -> World:
     """The world ``mlx.launch`` started this process in; a clear error when it was not launched by it."""
+    import os
+    from pathlib import Path
+
     import mlx.core as mx
 
+    hostfile = os.environ.get("MLX_HOSTFILE")
+    if hostfile and Path(hostfile).is_file() and not Path(hostfile).read_text().strip():
+        return World()  # `mlx.launch -n 1` gives its only rank an empty ring hostfile: a world of one
     try:
         group = mx.distributed.init(strict=True, backend=backend)
     except RuntimeError as error:

@@ -33,6 +33,15 @@ def launch_args() -> list[str] | None:
     return args
 
 
+def launch_for(loop: str) -> list[str] | None:
+    """mlx.launch's arguments for a round of ``loop`` (None: train in this process); only loop: grpo runs launched."""
+    args = launch_args()
+    if args is not None and loop != "grpo":
+        raise ArenaError(f"{LAUNCH_ENV} is set, but data-parallel training runs loop: grpo only (this is loop: "
+                         f"{loop}): unset {LAUNCH_ENV}")
+    return args
+
+
 def _launcher() -> str:
     """The mlx.launch beside this Python (the same environment the ranks run in)."""
     beside = Path(sys.executable).parent / "mlx.launch"
