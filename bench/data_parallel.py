@@ -29,7 +29,7 @@ from common import ROOT, Row, base_model, log, paired_speedup, throughput_row
 # TicTacToe decisions (compact view: distinct boards, so a micro-batch's prompts are mostly distinct; Kuhn's 12
 # compact prompts fit one pass whatever the batch), a 128-decision batch in ~9 micro-batches of 1,024 tokens.
 SIZES = {
-    True: {"game": "tictactoe", "deals": 8, "batch_size": 16, "budget": 160, "steps": 1, "reps": 1},
+    True: {"game": "tictactoe", "deals": 4, "batch_size": 16, "budget": 160, "steps": 1, "reps": 1},
     False: {"game": "tictactoe", "deals": 32, "batch_size": 128, "budget": 1024, "steps": 3, "reps": 3},
 }
 TINY = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64,
