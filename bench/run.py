@@ -21,6 +21,8 @@ another's, and its peak RSS -- the largest resident set of any process in its tr
              real-vocabulary stand-in (Kuhn and Liar's Dice full view) and the embedded model (Liar's Dice compact).
   qlora      a GRPO step on full-view Kuhn decisions with the q4 stand-in and LoRA: tokens/s, and its peak RSS
              against the bound the token budget predicts (arena.train.memory; target: measured <= predicted).
+  data_parallel  a GRPO step (arena.train.grpo.step.GRPOUpdate) in two processes (mlx.launch, ring backend on
+             127.0.0.1) vs one, same decisions and global batch: steps/s, and whether both trained the same bytes.
 
 Ours and the reference are timed in alternation (ours, reference, ours, ...). The table shows each side's median;
 the ratio is the median over repetitions of the ratio of the two adjacent measurements, so a machine whose load
@@ -53,7 +55,7 @@ from arena.core.blas import ensure_fast_blas
 ensure_fast_blas()  # before anything imports mlx: the figures measure arena's BLAS
 
 # Each one a module here with figure(quick).
-FIGURES = ("blas", "rollouts", "hashing", "pipeline", "training", "scoring", "qlora")
+FIGURES = ("blas", "rollouts", "hashing", "pipeline", "training", "scoring", "qlora", "data_parallel")
 
 
 def run_figure_child(name: str, quick: bool, result: Path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import dvc_tiny
 import pytest
+import repo_copy
 
 pytestmark = pytest.mark.slow
 
@@ -130,3 +131,55 @@ def test_fresh_clone_pulls_and_reruns_only_what_changed(remote_fixture, request,
     b.set_param("beta: 0.2", "beta: 0.3")
     b.dvc("repro")
     assert b.runs() == ["train", "evaluate"]  # prepare does not read train.beta
+
+
+def _dvc_ok(repo: Path, *args: str) -> str:
+    """``dvc ARGS`` in a copy of this repository (repo_copy's stage environment); its output, failing on an error."""
+    done = repo_copy.run_dvc(repo, repo_copy.repro_env(repo), *args, timeout=600)
+    assert done.returncode == 0, f"dvc {' '.join(args)} failed in {repo.name}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout + done.stderr
+
+
+def _ran(output: str) -> list[str]:
+    """The stages a `dvc repro` really ran (DVC prints "Running stage 'NAME':" before each)."""
+    return [line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage '")]
+
+
+def _shared_remote(repo: Path, remote: dict[str, str]) -> None:
+    """The SSH remote as this clone's default, in .dvc/config.local (where a real clone keeps its key's path)."""
+    _dvc_ok(repo, "remote", "add", "--local", "-d", "shared", remote["url"])
+    _dvc_ok(repo, "remote", "modify", "--local", "shared", "keyfile", remote["keyfile"])
+
+
+def _worker_builds_shard(head: Path, worker: Path, n: int, remote: dict[str, str]) -> Path:
+    """One worker machine: a clone of the head's commit builds `shards@N` alone and pushes it with its run record."""
+    subprocess.run(["git", "clone", "-q", str(head), str(worker)], check=True)
+    repo_copy.own_site_cache(worker)
+    _shared_remote(worker, remote)
+    _dvc_ok(worker, "pull", "base")  # the base model; code manifests and the audit are in git
+    assert _ran(_dvc_ok(worker, "repro", f"shards@{n}")) == [f"shards@{n}"]
+    _dvc_ok(worker, "push", "--run-cache")
+    return worker / "artifacts" / "rollouts" / "base" / f"shard-{n}"
+
+
+def test_workers_build_shards_and_the_head_pulls_them_without_rerunning(ssh_remote, tmp_path):
+    """README's "Several machines, one DVC cache": each worker builds one `shards@N` and pushes it with its run
+    record; the head pulls and `dvc repro` restores both shards instead of running them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    head = repo_copy.make_copy(tmp_path / "head", repo_copy.small_params(shards={"shards": [0, 1]}))
+    _shared_remote(head, ssh_remote)
+    assert sorted(_ran(_dvc_ok(head, "repro", "base", "probe"))) == ["base", "code", "probe"]  # every shard needs them
+    _dvc_ok(head, "push")
+    subprocess.run(["git", "add", "-A"], cwd=head, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "upstream built"],
+                   cwd=head, check=True)
+    with ThreadPoolExecutor(2) as pool:  # the two workers at once, as two machines would
+        shards = list(pool.map(lambda n: _worker_builds_shard(head, tmp_path / f"worker{n}", n, ssh_remote), (0, 1)))
+    _dvc_ok(head, "fetch", "--run-cache", "shards@0", "shards@1")  # the workers' run records
+    output = _dvc_ok(head, "repro", "--pull", "shards@0", "shards@1")
+    assert _ran(output) == [], output
+    assert output.count("is cached - skipping run") == 2, output
+    for built in shards:
+        assert repo_copy.content(head / "artifacts" / "rollouts" / "base" / built.name) == repo_copy.content(built)
+    assert _dvc_ok(head, "status", "shards@0", "shards@1").strip().endswith("up to date.")

@@ -29,6 +29,7 @@ from arena.train.config import (
     check_loop,
 )
 from arena.train.fuse import copy_snapshot, fuse_round
+from arena.train.grpo.launch import launch_for, launch_train_round
 from arena.train.grpo.rollouts import play_round
 from arena.train.grpo.step import train_round
 from arena.train.lsp.rollouts import lsp_rollouts
@@ -108,6 +109,7 @@ def _rollouts(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
 
 def _train(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
     n, prev = paths.n, paths.prev
+    launch = launch_for(loop)
     if loop == "rest":
         train_rest_round(paths.snapshot(prev), paths.base, paths.rollouts(n), paths.trained(prev), n,
                          load_section(RestConfig, "rest", params), paths.trained(n))
@@ -117,6 +119,9 @@ def _train(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
     if loop == "lsp":
         train_lsp_round(paths.snapshot(prev), reference, paths.rollouts(n), n, load_section(LspConfig, "lsp", params),
                         config, paths.trained(n))
+        return
+    if launch is not None:
+        launch_train_round(launch, paths.snapshot(prev), reference, paths.rollouts(n), n, params, paths.trained(n))
         return
     train_round(paths.snapshot(prev), reference, paths.rollouts(n), n, load_section(SelfPlayConfig, "selfplay", params),
                 config, paths.trained(n))

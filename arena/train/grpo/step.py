@@ -25,6 +25,7 @@ from arena.players.memory import budget_note
 from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig, TrainConfig
 from arena.train.fuse import save_fused
+from arena.train.grpo.dataparallel import World, micro_batch_rounds
 from arena.train.lora import adapter_config, attach_lora, check_trainable
 
 # ----------------------------------------------------------------------------------------------- training data
@@ -114,10 +115,12 @@ class GRPOUpdate:
 
     The decisions are scored in micro-batches of at most ``train.max_batch_tokens`` tokens; their gradients are
     accumulated, each weighted by its share of the decisions, so the step equals one over the whole batch.
+    With a ``world`` of several ranks each rank computes its share of the micro-batches and every rank adds
+    all of them in micro-batch order (``dataparallel.py``), so the step's bytes do not depend on the world.
     ``train_round`` runs these; ``bench/training.py`` times the same object against mlx-lm's own trainer.
     """
 
-    def __init__(self, policy: MLXPlayer, config: TrainConfig, temperature: float) -> None:
+    def __init__(self, policy: MLXPlayer, config: TrainConfig, temperature: float, world: World | None = None) -> None:
         import mlx.core as mx
         import mlx.nn as nn
         import mlx.optimizers as optim
@@ -125,6 +128,7 @@ class GRPOUpdate:
         from arena.train.grpo.loss import grpo_loss
 
         self.policy = policy
+        self.world = world or World()
         self.max_tokens = config.max_batch_tokens
         self.optimizer = optim.Adam(learning_rate=config.lr, bias_correction=True)
 
@@ -135,37 +139,93 @@ class GRPOUpdate:
 
         self._value_and_grad = nn.value_and_grad(policy.model, loss_fn)
 
-    def __call__(self, observations: Sequence[Observation], chosen: np.ndarray, logp_old: np.ndarray,
-                 logp_ref: np.ndarray, advantages: np.ndarray, learning_rate: float) -> dict[str, Any]:
-        """Update the model once; returns the loss, metrics, learning rate and tokens run through the model."""
+    def _part(self, start: int, end: int, batch, total: int, chosen: np.ndarray, logp_old: np.ndarray,
+              logp_ref: np.ndarray, advantages: np.ndarray) -> tuple[Any, dict[str, Any], Any]:
+        """One micro-batch's loss, metrics and gradients, weighted by its share of the step's decisions."""
         import mlx.core as mx
         from mlx.utils import tree_map
 
-        model, total = self.policy.model, len(observations)
-        loss = grads = None
-        metrics: dict[str, Any] = {}
-        tokens = 0
-        for start, end, batch in self.policy.scoring_passes(observations, self.max_tokens, "train.max_batch_tokens"):
-            part = slice(start, end)
-            (part_loss, part_metrics), part_grads = self._value_and_grad(
-                model, batch, chosen[part], mx.array(logp_old[part], dtype=mx.float32),
-                mx.array(logp_ref[part], dtype=mx.float32), mx.array(advantages[part], dtype=mx.float32))
-            if end - start != total:  # micro-batch means, weighted by their share of the decisions
-                share = (end - start) / total
-                part_loss, part_metrics = part_loss * share, {k: v * share for k, v in part_metrics.items()}
-                part_grads = tree_map(lambda g, s=share: g * s, part_grads)
-            if grads is None:
-                loss, metrics, grads = part_loss, part_metrics, part_grads
-            else:
-                loss, grads = loss + part_loss, tree_map(lambda a, b: a + b, grads, part_grads)
-                metrics = {k: metrics[k] + v for k, v in part_metrics.items()}
-            mx.eval(grads, loss, metrics)
-            tokens += batch.tokens
+        part = slice(start, end)
+        (loss, metrics), grads = self._value_and_grad(
+            self.policy.model, batch, chosen[part], mx.array(logp_old[part], dtype=mx.float32),
+            mx.array(logp_ref[part], dtype=mx.float32), mx.array(advantages[part], dtype=mx.float32))
+        if end - start != total:  # micro-batch means, weighted by their share of the decisions
+            share = (end - start) / total
+            loss, metrics = loss * share, {k: v * share for k, v in metrics.items()}
+            grads = tree_map(lambda g, s=share: g * s, grads)
+        return loss, metrics, grads
+
+    def __call__(self, observations: Sequence[Observation], chosen: np.ndarray, logp_old: np.ndarray,
+                 logp_ref: np.ndarray, advantages: np.ndarray, learning_rate: float) -> dict[str, Any]:
+        """Update the model once; returns the loss, metrics, learning rate and tokens run through the model
+        (every rank's micro-batches)."""
+        import mlx.core as mx
+
+        total, tokens, rank = len(observations), 0, self.world.rank
+        accumulated = _Sum(self.policy.model)
+        passes = self.policy.scoring_passes(observations, self.max_tokens, "train.max_batch_tokens")
+        for chunk in micro_batch_rounds(passes, self.world.size):
+            mine = None
+            if rank < len(chunk):
+                mine = accumulated.flat(self._part(*chunk[rank], total, chosen, logp_old, logp_ref, advantages))
+                mx.eval(mine)
+            for flat in self.world.gathered(mine, accumulated.template, len(chunk)):
+                accumulated.add(flat)
+            tokens += sum(batch.tokens for _, _, batch in chunk)
+        loss, metrics, grads = accumulated.value
         self.optimizer.learning_rate = learning_rate
-        self.optimizer.update(model, grads)
-        mx.eval(model.parameters(), self.optimizer.state, loss, metrics)
+        self.optimizer.update(self.policy.model, grads)
+        mx.eval(self.policy.model.parameters(), self.optimizer.state, loss, metrics)
         return {"loss": loss.item(), "kl": metrics["kl"].item(), "clip_fraction": metrics["clip_fraction"].item(),
                 "lr": float(self.optimizer.learning_rate.item()), "tokens": tokens}
+
+
+class _Sum:
+    """The step's running sum of micro-batch (loss, metrics, gradients), added one micro-batch at a time, in order.
+
+    Parts travel between ranks as flat lists of arrays: the loss, the metrics in ``METRICS`` order, then the
+    gradient leaves in the trainable parameters' order (the template a rank without a micro-batch sends zeros of).
+    """
+
+    METRICS = ("clip_fraction", "kl", "mean_ratio")  # grpo_loss's metrics (loss.py, _loss_metrics)
+
+    def __init__(self, model) -> None:
+        import mlx.core as mx
+        from mlx.utils import tree_flatten
+
+        self._structure = model.trainable_parameters()
+        scalar = mx.zeros((), mx.float32)  # grpo_loss is float32: the scores are cast before the softmax
+        leaves = tree_flatten(self._structure)
+        self._names = [name for name, _ in leaves]
+        self.template = [scalar] * (1 + len(self.METRICS)) + [value for _, value in leaves]
+        self.value: tuple[Any, dict[str, Any], Any] | None = None
+
+    def flat(self, part: tuple[Any, dict[str, Any], Any]) -> list[Any]:
+        from mlx.utils import tree_flatten
+
+        loss, metrics, grads = part
+        by_name = dict(tree_flatten(grads))
+        return [loss, *(metrics[k] for k in self.METRICS), *(by_name[name] for name in self._names)]
+
+    def _unflat(self, flat: list[Any]) -> tuple[Any, dict[str, Any], Any]:
+        from mlx.utils import tree_map
+
+        leaves = iter(flat[1 + len(self.METRICS):])
+        metrics = dict(zip(self.METRICS, flat[1:1 + len(self.METRICS)], strict=True))
+        return flat[0], metrics, tree_map(lambda _: next(leaves), self._structure)
+
+    def add(self, flat: list[Any]) -> None:
+        """Add one micro-batch's part (the first one is taken as it is, as the single-process sum always did)."""
+        import mlx.core as mx
+        from mlx.utils import tree_map
+
+        loss, metrics, grads = self._unflat(flat)
+        if self.value is not None:
+            old_loss, old_metrics, old_grads = self.value
+            loss, grads = old_loss + loss, tree_map(lambda a, b: a + b, old_grads, grads)
+            metrics = {k: old_metrics[k] + v for k, v in metrics.items()}
+        self.value = (loss, metrics, grads)
+        mx.eval(grads, loss, metrics)
 
 
 def _reference_logp(ref: MLXPlayer, data: Decisions, keep: np.ndarray, temperature: float) -> np.ndarray:
@@ -212,8 +272,13 @@ def _run_steps(update: GRPOUpdate, data: Decisions, keep: np.ndarray, logp_ref: 
 
 def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, round_number: int,
                 selfplay: SelfPlayConfig, config: TrainConfig, out_dir: str | Path,
-                progress: bool = True) -> dict[str, Any]:
-    """Train@r: GRPO steps on the round's rollouts; write the trained weights (or LoRA adapter) and a log."""
+                progress: bool = True, world: World | None = None,
+                code: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Train@r: GRPO steps on the round's rollouts; write the trained weights (or LoRA adapter) and a log.
+
+    With a ``world`` of several ranks (``launch.py``) every rank runs this and only rank 0 writes; ``code`` is
+    what meta.json records as the producing code (default: this process's; a launched rank gets the stage's).
+    """
     import mlx.core as mx
 
     mx.random.seed(config.seed + round_number)
@@ -224,28 +289,34 @@ def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, 
     data = learner_decisions(read_shard(shard), policy.spec, config)
     return optimise(policy, ref, data, snapshot, config, selfplay.temperature, round_number, out_dir, {
         "snapshot": digest_path(snapshot), "reference": digest_path(reference), "rollouts": digest_path(shard),
-    }, progress)
+    }, progress, world, code)
 
 
 def optimise(policy: MLXPlayer, ref: MLXPlayer, data: Decisions, snapshot: str | Path, config: TrainConfig,
              temperature: float, round_number: int, out_dir: str | Path, inputs: dict[str, str],
-             progress: bool = True) -> dict[str, Any]:
+             progress: bool = True, world: World | None = None,
+             code: Mapping[str, str] | None = None) -> dict[str, Any]:
     """``config.steps`` GRPO steps of ``policy`` on ``data`` (KL to ``ref``); write the weights and the log.
 
-    Any loop whose decisions carry advantages trains through here (self-play GRPO, LSP's two roles).
+    Any loop whose decisions carry advantages trains through here (self-play GRPO, LSP's two roles). Every rank
+    of ``world`` computes the same steps (each its share of the micro-batches); only rank 0 writes.
     """
+    world = world or World()
     keep = np.flatnonzero(~data.zero_group) if config.drop_zero_groups else np.arange(len(data.chosen))
     logp_ref = _reference_logp(ref, data, keep, temperature)
     if config.method == "lora":
         attach_lora(policy.model, config, snapshot)
-    print(f"[arena] train r{round_number}: "
-          f"{budget_note(policy.shape, config.max_batch_tokens, 'train.max_batch_tokens', training=True)}",
-          file=sys.stderr)
-    update = GRPOUpdate(policy, config, temperature)
-    log = _run_steps(update, data, keep, logp_ref, config, round_number, progress)
+    if world.is_writer:
+        print(f"[arena] train r{round_number}: "
+              f"{budget_note(policy.shape, config.max_batch_tokens, 'train.max_batch_tokens', training=True)}",
+              file=sys.stderr)
+    update = GRPOUpdate(policy, config, temperature, world)
+    log = _run_steps(update, data, keep, logp_ref, config, round_number, progress and world.is_writer)
     timing = [{"step": row["step"], "tokens_per_sec": row.pop("tokens_per_sec")} for row in log if "loss" in row]
+    if not world.is_writer:
+        return _summary(config, log, round_number)
     _write_timing(round_number, timing)
-    return _save_round(policy, config, out_dir, log, inputs, round_number, snapshot)
+    return _save_round(policy, config, out_dir, log, inputs, round_number, snapshot, code)
 
 
 def _write_timing(round_number: int, timing: list[dict[str, float]]) -> None:
@@ -256,18 +327,24 @@ def _write_timing(round_number: int, timing: list[dict[str, float]]) -> None:
                       "".join(json.dumps(row, sort_keys=True) + "\n" for row in timing))
 
 
-def _save_round(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log: list[dict[str, Any]],
-                inputs: dict[str, str], round_number: int, snapshot: str | Path) -> dict[str, Any]:
-    import mlx.core as mx
-    from mlx.utils import tree_flatten
-
+def _summary(config: TrainConfig, log: list[dict[str, Any]], round_number: int) -> dict[str, Any]:
+    """The round's summary.json: its steps, the last and largest KL, the last batch's mean reward."""
     trained = [row for row in log if "loss" in row]
-    summary = {
+    return {
         "round": round_number, "method": config.method, "steps": len(log),
         "final_kl": trained[-1]["kl"] if trained else 0.0,
         "max_kl": max((row["kl"] for row in trained), default=0.0),
         "mean_reward": trained[-1]["mean_reward"] if trained else 0.0,
     }
+
+
+def _save_round(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log: list[dict[str, Any]],
+                inputs: dict[str, str], round_number: int, snapshot: str | Path,
+                code: Mapping[str, str] | None) -> dict[str, Any]:
+    import mlx.core as mx
+    from mlx.utils import tree_flatten
+
+    summary = _summary(config, log, round_number)
     with atomic_dir(out_dir) as tmp:
         if config.method == "lora":
             weights = dict(sorted(tree_flatten(policy.model.trainable_parameters())))
@@ -277,5 +354,5 @@ def _save_round(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log
             save_fused(policy.model, tmp / "weights.safetensors")
         (tmp / "train_log.jsonl").write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in log))
         (tmp / "summary.json").write_text(dump_json(summary))
-        write_meta(tmp, inputs=inputs, config=as_dict(config))
+        write_meta(tmp, inputs=inputs, config=as_dict(config), code=code)
     return summary
