@@ -52,9 +52,9 @@ def play_round(snapshot: str | Path, pool_file: str | Path, config: SelfPlayConf
     pool = load_pool(pool_file)
     deals = round_seeds(seeds, config, round_number)
     cache: dict[str, Player] = {}
-    ordered = [record for game, variant in config.games
-               for record in _play_game(learner, pool, game, variant, deals, config.group_size, round_number,
-                                        cache, progress)]
+    ordered = [record for (game, variant), count in zip(config.games, config.deals, strict=True)
+               for record in _play_game(learner, pool, game, variant, deals[:count], config.group_size,
+                                        round_number, cache, progress)]
     with atomic_dir(out_dir) as tmp:
         count = write_shard(tmp / SHARD_FILE, ordered)
         write_meta(tmp, inputs={"snapshot": digest_path(snapshot), "pool": digest_path(pool_file)},
