@@ -63,13 +63,15 @@ def run_study(params: dict[str, Any], root: Path, base_model: Path, rounds: int)
         if n == 0:
             shutil.rmtree(root, ignore_errors=True)
             shutil.copytree(base_model, root / "models" / "base")
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         (round_zero(RoundPaths(root, 0, 0), params) if n == 0 else round_n(RoundPaths(root, n, n - 1), params))
-        seconds[str(n)] = round(time.perf_counter() - start, 1)
+        # CPU seconds (every thread of this process) estimate the wall time on an idle machine: one BLAS thread.
+        seconds[str(n)] = {"wall": round(time.perf_counter() - start, 1), "cpu": round(time.process_time() - cpu, 1),
+                           "load": round(os.getloadavg()[0], 1)}
         timing_file.write_text(json.dumps(seconds))
-        print(f"[games study] round {n} in {seconds[str(n)]} s (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
-    return [{**json.loads((root / "evals" / f"r{n}.json").read_text()), "seconds": seconds[str(n)]}
-            for n in range(rounds + 1)]
+        print(f"[games study] round {n}: {seconds[str(n)]}", file=sys.stderr)
+    return [{**json.loads((root / "evals" / f"r{n}.json").read_text()), "seconds": seconds[str(n)]["wall"],
+             "cpu_seconds": seconds[str(n)]["cpu"], "load": seconds[str(n)]["load"]} for n in range(rounds + 1)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,11 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     (out / f"{name}.json").write_text(json.dumps({"command": command, "overrides": changes, "evals": evals},
                                                  indent=1, sort_keys=True) + "\n")
     (out / f"{name}.png").write_bytes(plot_exact_rounds(evals, title=name))
-    total = sum(e["seconds"] for e in evals)
+    wall, cpu = sum(e["seconds"] for e in evals) / 60, sum(e["cpu_seconds"] for e in evals) / 60
+    loads = [e["load"] for e in evals]
     header = [f"# {name}: {args.rounds} rounds", "", f"`{command}`", "",
-              f"Overrides: `{json.dumps(changes)}`. Rounds 0-{args.rounds} took {total / 60:.1f} min of wall time "
-              f"(this run: {time.perf_counter() - started:.0f} s; load average at the end "
-              f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores).", ""]
+              f"Overrides: `{json.dumps(changes)}`. Rounds 0-{args.rounds} took {wall:.1f} min of wall time and "
+              f"{cpu:.1f} min of CPU time (the estimate for an idle machine: one BLAS thread) on {os.cpu_count()} "
+              f"cores shared with other work, load average {min(loads):.1f}-{max(loads):.1f} at the rounds' ends "
+              f"(this invocation: {time.perf_counter() - started:.0f} s).", ""]
     (out / f"{name}.md").write_text("\n".join(header + exact_tables(evals)) + "\n")
     print("\n".join(exact_tables(evals)))
     return 0

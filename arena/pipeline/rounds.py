@@ -79,7 +79,10 @@ def _evaluate(paths: RoundPaths, n: int, params: Mapping[str, Any], extra: Mappi
         return
     reserved = load_section(SeedsConfig, "seeds", params).reserved()
     eval_config = EvalConfig.from_dict(params.get("eval"), "eval")
-    games = round_games(eval_config.games, load_section(SelfPlayConfig, "selfplay", params).games)
+    selfplay = load_section(SelfPlayConfig, "selfplay", params)
+    # GRPO trains on the whole mix; ReST samples selfplay.game alone.
+    trained = selfplay.games if check_loop(params) == "grpo" else selfplay.games[:1]
+    games = round_games(eval_config.games, trained)
     evaluate_round(paths.snapshot(n), paths.pool(n), n, load_section(RoundEvalConfig, "roundeval", params),
                    eval_config, reserved, paths.evaluation(n), extra=extra, games=games)
 

@@ -62,21 +62,24 @@ def _win_rates(evaluation: Mapping[str, Any], game: str) -> dict[str, float]:
 
 
 def exact_tables(evals: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Markdown: a table per game, one row per round (its exact measures, win rates, and wall minutes if timed)."""
+    """Markdown: a table per game, one row per round (its exact measures, win rates, and wall and CPU minutes if
+    timed, as bench/games.py records them)."""
     rows = sorted(evals, key=lambda e: e["round"])
     games = list(dict.fromkeys(key.split("_vs_")[0] for e in rows for key in e if "_vs_" in key))
     series = exact_series(rows)
-    timed = all("seconds" in e for e in rows)
+    timed = all("seconds" in e and "cpu_seconds" in e for e in rows)
     lines: list[str] = []
     for game in games:
         measures = list(series.get(game, {}))
         opponents = list(_win_rates(rows[0], game))
-        header = ["round", *(["minutes"] if timed else []), *measures, *(f"win rate vs {o}" for o in opponents)]
+        header = ["round", *(["wall min", "CPU min"] if timed else []), *measures,
+                  *(f"win rate vs {o}" for o in opponents)]
         lines += [f"**{game}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for evaluation in rows:
             values = _flat((evaluation.get("exact") or {}).get(game, {}))
             rates = _win_rates(evaluation, game)
-            cells = [str(evaluation["round"]), *([f"{evaluation['seconds'] / 60:.1f}"] if timed else []),
+            minutes = [f"{evaluation[key] / 60:.1f}" for key in ("seconds", "cpu_seconds")] if timed else []
+            cells = [str(evaluation["round"]), *minutes,
                      *(f"{values[m]:.3f}" if m in values else "-" for m in measures),
                      *(f"{rates[o]:.3f}" if o in rates else "-" for o in opponents)]
             lines.append("| " + " | ".join(cells) + " |")
