@@ -2,6 +2,7 @@
 ``dvc metrics show``, and a curve per game per measure in the report."""
 
 import json
+from pathlib import Path
 
 import pytest
 from dvc.utils.flatten import flatten
@@ -9,12 +10,13 @@ from dvc.utils.flatten import flatten
 from arena.core.config import load_params
 from arena.eval.config import EvalConfig, GameEntry
 from arena.eval.roundeval import round_games
-from arena.pipeline.presets import apply_preset
+from arena.pipeline.presets import apply_preset, checked_flags, load_preset
 from arena.pipeline.rounds import RoundPaths, round_zero
 from arena.report.gameplots import exact_series, exact_tables, plot_exact_rounds
 from arena.report.plots import PNG_SIGNATURE, ReportError
 
 NIM = {"id": "nim", "variant": {"piles": [2, 3]}}
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_round_games_adds_each_trained_game_eval_games_lack():
@@ -32,7 +34,7 @@ def test_round_games_adds_each_trained_game_eval_games_lack():
 def mixed_round_zero(base_model_dir, tmp_path_factory):
     """round0 of a Kuhn + Nim mix through the pipeline's own round function (4 evaluation games a game)."""
     root = tmp_path_factory.mktemp("artifacts")
-    params = apply_preset(load_params("params.yaml"), {"selfplay.mix": [NIM], "roundeval.games": 4,
+    params = apply_preset(load_params(ROOT / "params.yaml"), {"selfplay.mix": [NIM], "roundeval.games": 4,
                                                        "roundeval.opponents": ["random"]})
     (root / "models").mkdir()
     (root / "models" / "base").symlink_to(base_model_dir)
@@ -67,3 +69,10 @@ def test_exact_curves_and_tables_per_game(mixed_round_zero):
     assert any(line.startswith("| 1 | 0.500 |") for line in lines)
     with pytest.raises(ReportError, match="no eval@r file has exact measures"):
         plot_exact_rounds([{"round": 0}])
+
+
+@pytest.mark.parametrize("game", ["tictactoe", "nim", "leduc", "liarsdice"])
+def test_each_games_recipe_trains_it_alone_and_validates(game):
+    preset = ROOT / "presets" / f"{game}.yaml"
+    assert load_preset(preset)["selfplay.game"] == game and load_preset(preset)["selfplay.mix"] == []
+    assert f"-S selfplay.game={game}" in checked_flags(preset, load_params(ROOT / "params.yaml"))
