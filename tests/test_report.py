@@ -194,6 +194,14 @@ def test_write_report_is_byte_identical(leaderboard, tmp_path):
     assert (tmp_path / "a" / "leaderboard.json").read_text() == dump_json(leaderboard)
 
 
+def test_the_report_draws_each_games_exact_measures(leaderboard, tmp_path):
+    evals = [{"round": n, "exact": {"kuhn[rounds=5]": {"exploitability": 0.35 - 0.05 * n},
+                                    "leduc": {"exploitability": 1.9 - 0.1 * n}}} for n in range(3)]
+    files = write_report(leaderboard, tmp_path / "r", exact_rounds=evals)
+    assert "exact_rounds.png" in [p.name for p in files]
+    assert "each game&#x27;s exact measures over rounds" in (tmp_path / "r" / "index.html").read_text()
+
+
 def _chromium() -> str:
     found = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
     if found:

@@ -66,14 +66,26 @@ def _exact_columns(exact: Sequence[tuple[GameEntry, Mapping[str, Any]]]) -> dict
     return columns
 
 
+def round_games(eval_games: Sequence[GameEntry],
+                trained: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[GameEntry, ...]:
+    """The games a round is judged on: ``eval.games``, then each trained game whose id they lack, so a model
+    trained on several games is evaluated on each; where both list a game, ``eval.games``' variant is kept (Kuhn
+    is evaluated over 5 hands, as the tournaments rate it)."""
+    listed = {game.game_id for game in eval_games}
+    extra = [GameEntry(game_id, dict(variant)) for game_id, variant in trained if game_id not in listed]
+    return (*eval_games, *extra)
+
+
 def evaluate_round(snapshot: str | Path, pool_file: str | Path | None, round_number: int, config: RoundEvalConfig,
                    eval_config: EvalConfig, reserved: list[range], out_file: str | Path,
-                   extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                   extra: Mapping[str, Any] | None = None,
+                   games: Sequence[GameEntry] | None = None) -> dict[str, Any]:
     """Score ``snapshot`` against each fixed baseline on the first held-out deals, each played from both seats
-    (``games`` games in all); write the metrics.
+    (``games`` games in all), on each of ``games`` (default ``eval.games``; see ``round_games``); write the metrics.
 
     ``extra`` (e.g. a ReST round's curriculum tiers and win-set size) is recorded alongside, never scored here.
     """
+    games = tuple(games or eval_config.games)
     seeds = range(eval_config.seeds.start, eval_config.seeds.start + (config.games + 1) // 2)
     require(seeds.stop <= eval_config.seeds.stop, "roundeval.games", config.games,
             f"needs {len(seeds)} deals (each played from both seats) but eval.seeds has {len(eval_config.seeds)}")
@@ -83,10 +95,10 @@ def evaluate_round(snapshot: str | Path, pool_file: str | Path | None, round_num
     player = pool.player(seat)
     schedule = tuple(duplicate_schedule(seeds, config.games))
     result: dict[str, Any] = {"round": round_number, "snapshot": player.spec, "model_hash": player.pin()["model_hash"]}
-    exact = [(game, metrics) for game in eval_config.games
+    exact = [(game, metrics) for game in games
              if (metrics := exact_metrics(player, game.game_id, game.variant)) is not None]
     policy = next((m["policy"] for game, m in exact if game.game_id == "kuhn"), None)
-    pairs = [(game, spec) for game in eval_config.games for spec in config.opponents]
+    pairs = [(game, spec) for game in games for spec in config.opponents]
     played = play_matches([Match(game.game_id, (seat, Seat(spec)), schedule, game.variant) for game, spec in pairs],
                           pool)
     for (game, spec), records in zip(pairs, played, strict=True):

@@ -17,7 +17,7 @@ from arena.core.config import load_section
 from arena.core.seeds import SeedsConfig
 from arena.eval.config import EvalConfig, RoundEvalConfig
 from arena.eval.puzzlebench import evaluate_lsp_round
-from arena.eval.roundeval import evaluate_round
+from arena.eval.roundeval import evaluate_round, round_games
 from arena.players.config import sampling_config
 from arena.train.config import (
     CurriculumConfig,
@@ -79,8 +79,13 @@ def _evaluate(paths: RoundPaths, n: int, params: Mapping[str, Any], extra: Mappi
                            paths.evaluation(n))
         return
     reserved = load_section(SeedsConfig, "seeds", params).reserved()
+    eval_config = EvalConfig.from_dict(params.get("eval"), "eval")
+    selfplay = load_section(SelfPlayConfig, "selfplay", params)
+    # GRPO trains on the whole mix; ReST samples selfplay.game alone.
+    trained = selfplay.games if check_loop(params) == "grpo" else selfplay.games[:1]
+    games = round_games(eval_config.games, trained)
     evaluate_round(paths.snapshot(n), paths.pool(n), n, load_section(RoundEvalConfig, "roundeval", params),
-                   EvalConfig.from_dict(params.get("eval"), "eval"), reserved, paths.evaluation(n), extra=extra)
+                   eval_config, reserved, paths.evaluation(n), extra=extra, games=games)
 
 
 def round_zero(paths: RoundPaths, params: Mapping[str, Any]) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.core.artifacts import atomic_dir, atomic_write_text, dump_json
+from arena.report.gameplots import plot_exact_rounds
 from arena.report.lspplots import plot_lsp_rounds
 from arena.report.plots import PNG_SIGNATURE, ReportError, plot_head_to_head, plot_rounds, short_label
 from arena.report.table import PIN_PREFIX, interval, number
@@ -193,11 +194,12 @@ def build_html(leaderboard: Mapping[str, Any], images: Mapping[str, bytes | str 
 
 def write_report(
     leaderboard: Mapping[str, Any], out_dir: str | Path, *, rounds: Sequence[Mapping[str, Any]] | None = None,
-    lsp_rounds: Sequence[Mapping[str, Any]] | None = None,
+    lsp_rounds: Sequence[Mapping[str, Any]] | None = None, exact_rounds: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[Path]:
     """Write the whole report directory atomically: leaderboard.json, the PNG plots and index.html.
 
-    ``lsp_rounds`` (loop: lsp's eval@r files) adds the held-out puzzle accuracy and the challenger's curves.
+    ``lsp_rounds`` (loop: lsp's eval@r files) adds the held-out puzzle accuracy and the challenger's curves;
+    ``exact_rounds`` (eval@r files with exact measures) a panel per game with a curve per exact measure.
     """
     images = {"head to head, all games": plot_head_to_head(leaderboard)}
     files = {"head_to_head.png": images["head to head, all games"]}
@@ -206,6 +208,8 @@ def write_report(
     if lsp_rounds:
         images["LSP: held-out puzzle accuracy, the challenger's difficulty and proposals"] = \
             files["lsp_rounds.png"] = plot_lsp_rounds({"snapshots": lsp_rounds})
+    if exact_rounds:
+        images["each game's exact measures over rounds"] = files["exact_rounds.png"] = plot_exact_rounds(exact_rounds)
     out_dir = Path(out_dir)
     with atomic_dir(out_dir) as tmp:
         (tmp / "leaderboard.json").write_text(dump_json(leaderboard), encoding="utf-8")

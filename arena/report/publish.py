@@ -59,7 +59,9 @@ def publish(archives: Sequence[str | Path], eval_files: Sequence[str | Path], sc
     scores = Path(scores_dir)
     write_leaderboard(scores / "leaderboard.json", leaderboard)
     atomic_write_json(scores / "metrics.json", headline(leaderboard))
-    lsp = [e for e in (json.loads(Path(path).read_text()) for path in eval_files) if e.get("loop") == "lsp"]
+    evals = [json.loads(Path(path).read_text()) for path in eval_files]
+    lsp = [e for e in evals if e.get("loop") == "lsp"]
+    exact = [e for e in evals if e.get("exact")]
     write_report(leaderboard, report_dir, rounds=round_history(eval_files, leaderboard, baseline) or None,
-                 lsp_rounds=lsp or None)
+                 lsp_rounds=lsp or None, exact_rounds=exact or None)
     return leaderboard

@@ -63,7 +63,8 @@ class SelfPlayConfig:
     """params.yaml ``selfplay:`` section: what each round's rollouts play.
 
     ``mix`` lists more games played every round beside ``game`` (one model, several games: each entry
-    ``{id, variant}`` gets ``deals_per_round`` deals of its own and its own advantage groups).
+    ``{id, variant, deals}`` gets ``deals`` deals of its own, default ``deals_per_round``, the first of the
+    round's seed block, and its own advantage groups).
     """
 
     game: str = "kuhn"
@@ -79,8 +80,13 @@ class SelfPlayConfig:
     def __post_init__(self) -> None:
         check_game_id(self.game)
         for index, entry in enumerate(self.mix):
-            require(isinstance(entry.get("id"), str) and not set(entry) - {"id", "variant"}, f"selfplay.mix[{index}]",
-                    dict(entry), "each entry is {id: <game id>, variant: {...}}")
+            require(isinstance(entry.get("id"), str) and not set(entry) - {"id", "variant", "deals"},
+                    f"selfplay.mix[{index}]", dict(entry), "each entry is {id: <game id>, variant: {...}, deals: N}")
+            deals = entry.get("deals", self.deals_per_round)
+            # A mixed game's deals are the first of the round's seed block, so the seed plan stays the same.
+            require(isinstance(deals, int) and not isinstance(deals, bool) and 1 <= deals <= self.deals_per_round,
+                    f"selfplay.mix[{index}].deals", deals, f"must be an int in [1, {self.deals_per_round}] "
+                    "(selfplay.deals_per_round)")
         labels = [game_label(game, variant) for game, variant in self.games]
         require(len(set(labels)) == len(labels), "selfplay.mix", list(self.mix),
                 f"lists a game twice (games: {labels}); list each (game, variant) once")
@@ -97,8 +103,13 @@ class SelfPlayConfig:
         return ((self.game, self.variant), *((entry["id"], entry.get("variant") or {}) for entry in self.mix))
 
     @property
+    def deals(self) -> tuple[int, ...]:
+        """Deals per round of each game of ``games``, in the same order."""
+        return (self.deals_per_round, *(entry.get("deals", self.deals_per_round) for entry in self.mix))
+
+    @property
     def games_per_round(self) -> int:
-        return self.deals_per_round * self.group_size * len(self.games)
+        return sum(self.deals) * self.group_size
 
 
 @dataclass(frozen=True)

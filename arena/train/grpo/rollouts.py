@@ -56,8 +56,8 @@ def play_round(snapshot: str | Path, pool_file: str | Path, config: SelfPlayConf
     learner = Seat(f"mlx:{Path(snapshot).as_posix()}", PlayerConfigs(mlx=sampling_config(config)))
     pool = load_pool(pool_file)
     deals = round_seeds(seeds, config, round_number)
-    per_game = [_matches(learner, pool, game, variant, deals, config.group_size, round_number)
-                for game, variant in config.games]
+    per_game = [_matches(learner, pool, game, variant, deals[:count], config.group_size, round_number)
+                for (game, variant), count in zip(config.games, config.deals, strict=True)]
     played = play_matches([match for matches in per_game for match in matches])
     ordered, offset = [], 0
     for matches in per_game:
