@@ -119,7 +119,7 @@ def _train(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
                         config, paths.trained(n))
         return
     train_round(paths.snapshot(prev), reference, paths.rollouts(n), n, load_section(SelfPlayConfig, "selfplay", params),
-                config, paths.trained(n))
+                config, paths.trained(n), pool_file=paths.pool(prev), seeds=load_section(SeedsConfig, "seeds", params))
 
 
 def _memory(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:

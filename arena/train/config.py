@@ -64,17 +64,22 @@ class SelfPlayConfig:
 
     ``mix`` lists more games played every round beside ``game`` (one model, several games: each entry
     ``{id, variant}`` gets ``deals_per_round`` deals of its own and its own advantage groups).
+    ``iterations_per_round``: a round runs that many iterations of (``deals_per_round`` fresh deals against the
+    pool, then ``train.steps`` GRPO steps on them), each played by the policy as trained so far.
+    ``memo_prompts``: the rollout players' policy memo (arena.players.memo; 0: none).
     """
 
     game: str = "kuhn"
     variant: Mapping[str, Any] = field(default_factory=dict)
     mix: tuple[Mapping[str, Any], ...] = ()
     deals_per_round: int = 1024
+    iterations_per_round: int = 1
     group_size: int = 2
     view: str = "compact"
     temperature: float = 1.0
     enable_thinking: bool = False
     max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
+    memo_prompts: int = 0
 
     def __post_init__(self) -> None:
         check_game_id(self.game)
@@ -85,6 +90,10 @@ class SelfPlayConfig:
         require(len(set(labels)) == len(labels), "selfplay.mix", list(self.mix),
                 f"lists a game twice (games: {labels}); list each (game, variant) once")
         require(self.deals_per_round >= 1, "selfplay.deals_per_round", self.deals_per_round, "must be >= 1")
+        require(self.iterations_per_round >= 1, "selfplay.iterations_per_round", self.iterations_per_round,
+                "must be >= 1 (rollout-then-update iterations in one round stage)")
+        require(self.memo_prompts >= 0, "selfplay.memo_prompts", self.memo_prompts,
+                "must be >= 0 (distinct prompts whose scored policy a rollout player keeps; 0: no memo)")
         require(self.group_size >= 2 and self.group_size % 2 == 0, "selfplay.group_size", self.group_size,
                 "must be an even number >= 2 (each deal is played from both seats)")
         sampling_config(self)
@@ -98,7 +107,7 @@ class SelfPlayConfig:
 
     @property
     def games_per_round(self) -> int:
-        return self.deals_per_round * self.group_size * len(self.games)
+        return self.deals_per_round * self.iterations_per_round * self.group_size * len(self.games)
 
 
 @dataclass(frozen=True)

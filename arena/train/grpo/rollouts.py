@@ -20,9 +20,11 @@ from arena.train.config import SelfPlayConfig
 from arena.train.pool import load_pool, sample_opponents
 
 
-def round_seeds(seeds: SeedsConfig, config: SelfPlayConfig, round_number: int) -> range:
-    """Round r's deal seeds (the seed plan's GRPO block)."""
-    return grpo_seeds(seeds, config.deals_per_round, round_number)
+def round_seeds(seeds: SeedsConfig, config: SelfPlayConfig, round_number: int, iteration: int = 0) -> range:
+    """Iteration ``iteration``'s deal seeds in round r: its slice of the round's GRPO block (every iteration of the
+    round has ``deals_per_round`` fresh deals)."""
+    block = grpo_seeds(seeds, config.deals_per_round * config.iterations_per_round, round_number)
+    return block[iteration * config.deals_per_round:(iteration + 1) * config.deals_per_round]
 
 
 def selfplay_schedule(deals: range, group_size: int) -> list[Slot]:
@@ -31,9 +33,13 @@ def selfplay_schedule(deals: range, group_size: int) -> list[Slot]:
 
 
 def _play_game(learner: MLXPlayer, pool: dict[str, Any], game: str, variant: Any, deals: range, group_size: int,
-               round_number: int, cache: dict[str, Player], progress: bool) -> list[dict[str, Any]]:
-    """One game's rollouts: each deal ``group_size`` times against its pool opponent, ordered by (seed, salt, seat)."""
-    opponents = sample_opponents(pool, len(deals), seed=round_number)
+               draw: int | list[int], cache: dict[str, Player], progress: bool) -> list[dict[str, Any]]:
+    """One game's rollouts: each deal ``group_size`` times against its pool opponent, ordered by (seed, salt, seat).
+
+    The pool member that is the learner's own snapshot is played by the learner itself (self-play), so within a
+    round's later iterations (``arena.train.grpo.step``) the opponent is the live policy, as it is at the start.
+    """
+    opponents = sample_opponents(pool, len(deals), seed=draw)
     records: dict[tuple[int, int, int], dict[str, Any]] = {}
     for spec in sorted(set(opponents)):
         opponent = learner if spec == learner.spec else cache.setdefault(
@@ -45,16 +51,25 @@ def _play_game(learner: MLXPlayer, pool: dict[str, Any], game: str, variant: Any
     return [records[key] for key in sorted(records)]
 
 
+def play_iteration(learner: MLXPlayer, pool: dict[str, Any], config: SelfPlayConfig, seeds: SeedsConfig,
+                   round_number: int, iteration: int, cache: dict[str, Player],
+                   progress: bool = True) -> list[dict[str, Any]]:
+    """One iteration's rollouts: every game of the round, on the iteration's deals, against pool opponents."""
+    deals = round_seeds(seeds, config, round_number, iteration)
+    # Iteration 0 draws its opponents as a round always has; later ones from their own stream.
+    draw = round_number if iteration == 0 else [round_number, iteration]
+    return [record for game, variant in config.games
+            for record in _play_game(learner, pool, game, variant, deals, config.group_size, draw, cache, progress)]
+
+
 def play_round(snapshot: str | Path, pool_file: str | Path, config: SelfPlayConfig, seeds: SeedsConfig,
                round_number: int, out_dir: str | Path, progress: bool = True) -> int:
-    """Rollouts@r: the snapshot plays each deal of each game against an opponent drawn from the pool."""
-    learner = MLXPlayer(snapshot, sampling_config(config))
+    """Rollouts@r: the snapshot plays each deal of each game against an opponent drawn from the pool (the round's
+    first iteration; the training step plays the others with the policy it trains)."""
+    learner = MLXPlayer(snapshot, sampling_config(config, config.memo_prompts))
     pool = load_pool(pool_file)
     deals = round_seeds(seeds, config, round_number)
-    cache: dict[str, Player] = {}
-    ordered = [record for game, variant in config.games
-               for record in _play_game(learner, pool, game, variant, deals, config.group_size, round_number,
-                                        cache, progress)]
+    ordered = play_iteration(learner, pool, config, seeds, round_number, 0, {}, progress)
     with atomic_dir(out_dir) as tmp:
         count = write_shard(tmp / SHARD_FILE, ordered)
         write_meta(tmp, inputs={"snapshot": digest_path(snapshot), "pool": digest_path(pool_file)},

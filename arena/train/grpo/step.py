@@ -6,8 +6,8 @@ import json
 import math
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +18,11 @@ from arena.core.artifacts import atomic_dir, dump_json
 from arena.core.config import as_dict
 from arena.core.hashing import canonical_json, digest_path
 from arena.core.pins import write_meta
+from arena.core.seeds import SeedsConfig
 from arena.games.base import Observation
 from arena.play.records import read_shard
 from arena.players.config import sampling_config
+from arena.players.memo import PolicyMemo
 from arena.players.memory import budget_note
 from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig, TrainConfig
@@ -92,10 +94,10 @@ def learner_decisions(records: Sequence[Mapping[str, Any]], learner_spec: str, c
 # ----------------------------------------------------------------------------------------------- training
 
 
-def _learning_rate(config: TrainConfig, global_step: int) -> float:
+def _learning_rate(config: TrainConfig, global_step: int, steps_per_round: int) -> float:
     if config.lr_decay == "inverse_sqrt":
         # Decay over the whole multi-round run (global steps), as the tabular study's best recipe does.
-        return config.lr / math.sqrt(1.0 + global_step / config.steps)
+        return config.lr / math.sqrt(1.0 + global_step / steps_per_round)
     return config.lr
 
 
@@ -109,16 +111,32 @@ def _chosen_logp(model, batch, chosen: np.ndarray, temperature: float):
     return logp[mx.array(np.asarray(batch.action_offsets[:-1]) + chosen)]
 
 
+def distinct_rows(keys: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The first index of each distinct key (in order of first appearance) and how many times it occurs."""
+    rows: dict[Any, int] = {}
+    first: list[int] = []
+    counts: list[int] = []
+    for index, key in enumerate(keys):
+        row = rows.setdefault(key, len(first))
+        if row == len(first):
+            first.append(index)
+            counts.append(0)
+        counts[row] += 1
+    return np.asarray(first, dtype=np.int64), np.asarray(counts, dtype=np.float64)
+
+
 class GRPOUpdate:
     """One GRPO optimisation step of a player's model on some of its decisions (Adam with bias correction).
 
-    The decisions are scored in micro-batches of at most ``train.max_batch_tokens`` tokens; their gradients are
-    accumulated, each weighted by its share of the decisions, so the step equals one over the whole batch.
-    ``train_round`` runs these; ``bench/training.py`` times the same object against mlx-lm's own trainer.
+    The loss is a mean over decisions of a term that depends only on the decision's prompt, legal actions and
+    choice, its old and reference log-probabilities and its advantage, so identical decisions are one row weighted
+    by their count (Kuhn's thousands of decisions are a few dozen rows). The rows are scored in micro-batches of at
+    most ``train.max_batch_tokens`` tokens; their gradients are accumulated, each weighted by its share of the
+    decisions, so the step equals one over the whole batch. ``train_round`` runs these; ``bench/training.py``
+    times the same object against mlx-lm's own trainer.
     """
 
     def __init__(self, policy: MLXPlayer, config: TrainConfig, temperature: float) -> None:
-        import mlx.core as mx
         import mlx.nn as nn
         import mlx.optimizers as optim
 
@@ -128,30 +146,55 @@ class GRPOUpdate:
         self.max_tokens = config.max_batch_tokens
         self.optimizer = optim.Adam(learning_rate=config.lr, bias_correction=True)
 
-        def loss_fn(model, batch, chosen, old, reference_logp, advantages):
+        def loss_fn(model, batch, chosen, old, reference_logp, advantages, weights):
             new = _chosen_logp(model, batch, chosen, temperature)
-            return grpo_loss(new, old, reference_logp, advantages, mx.ones(new.shape),
-                             clip_eps=config.clip_eps, beta=config.beta)
+            return grpo_loss(new, old, reference_logp, advantages, weights, clip_eps=config.clip_eps,
+                             beta=config.beta)
 
         self._value_and_grad = nn.value_and_grad(policy.model, loss_fn)
 
+    def rows(self, observations: Sequence[Observation], chosen: np.ndarray, logp_old: np.ndarray,
+             logp_ref: np.ndarray, advantages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct decisions (first index of each) and their counts, compared exactly (floats bit for bit)."""
+        prompt = self.policy.prompts.prompt_ids
+        return distinct_rows([(PolicyMemo.key(prompt(o), o.legal_actions), int(c), float(old), float(ref), float(adv))
+                              for o, c, old, ref, adv in zip(observations, chosen, logp_old, logp_ref, advantages,
+                                                             strict=True)])
+
     def __call__(self, observations: Sequence[Observation], chosen: np.ndarray, logp_old: np.ndarray,
                  logp_ref: np.ndarray, advantages: np.ndarray, learning_rate: float) -> dict[str, Any]:
-        """Update the model once; returns the loss, metrics, learning rate and tokens run through the model."""
+        """Update the model once; returns the loss, metrics, learning rate, rows and tokens run through the model."""
+        import mlx.core as mx
+
+        first, counts = self.rows(observations, chosen, logp_old, logp_ref, advantages)
+        rows = [observations[i] for i in first]
+        loss, metrics, grads, tokens = self._gradients(rows, chosen[first], logp_old[first], logp_ref[first],
+                                                       advantages[first], counts)
+        self.optimizer.learning_rate = learning_rate
+        self.optimizer.update(self.policy.model, grads)
+        mx.eval(self.policy.model.parameters(), self.optimizer.state, loss, metrics)
+        self.policy.weights_changed()
+        return {"loss": loss.item(), "kl": metrics["kl"].item(), "clip_fraction": metrics["clip_fraction"].item(),
+                "lr": float(self.optimizer.learning_rate.item()), "rows": len(rows), "tokens": tokens}
+
+    def _gradients(self, rows: Sequence[Observation], chosen: np.ndarray, logp_old: np.ndarray, logp_ref: np.ndarray,
+                   advantages: np.ndarray, counts: np.ndarray) -> tuple[Any, dict[str, Any], Any, int]:
+        """The loss, metrics and gradients of the weighted rows, accumulated over scoring micro-batches."""
         import mlx.core as mx
         from mlx.utils import tree_map
 
-        model, total = self.policy.model, len(observations)
+        total = counts.sum()
         loss = grads = None
         metrics: dict[str, Any] = {}
         tokens = 0
-        for start, end, batch in self.policy.scoring_passes(observations, self.max_tokens, "train.max_batch_tokens"):
+        for start, end, batch in self.policy.scoring_passes(rows, self.max_tokens, "train.max_batch_tokens"):
             part = slice(start, end)
             (part_loss, part_metrics), part_grads = self._value_and_grad(
-                model, batch, chosen[part], mx.array(logp_old[part], dtype=mx.float32),
-                mx.array(logp_ref[part], dtype=mx.float32), mx.array(advantages[part], dtype=mx.float32))
-            if end - start != total:  # micro-batch means, weighted by their share of the decisions
-                share = (end - start) / total
+                self.policy.model, batch, chosen[part], mx.array(logp_old[part], dtype=mx.float32),
+                mx.array(logp_ref[part], dtype=mx.float32), mx.array(advantages[part], dtype=mx.float32),
+                mx.array(counts[part], dtype=mx.float32))
+            if end - start != len(rows):  # micro-batch means, weighted by their share of the decisions
+                share = float(counts[part].sum() / total)
                 part_loss, part_metrics = part_loss * share, {k: v * share for k, v in part_metrics.items()}
                 part_grads = tree_map(lambda g, s=share: g * s, part_grads)
             if grads is None:
@@ -161,91 +204,147 @@ class GRPOUpdate:
                 metrics = {k: metrics[k] + v for k, v in part_metrics.items()}
             mx.eval(grads, loss, metrics)
             tokens += batch.tokens
-        self.optimizer.learning_rate = learning_rate
-        self.optimizer.update(model, grads)
-        mx.eval(model.parameters(), self.optimizer.state, loss, metrics)
-        return {"loss": loss.item(), "kl": metrics["kl"].item(), "clip_fraction": metrics["clip_fraction"].item(),
-                "lr": float(self.optimizer.learning_rate.item()), "tokens": tokens}
+        return loss, metrics, grads, tokens
 
 
 def _reference_logp(ref: MLXPlayer, data: Decisions, keep: np.ndarray, temperature: float) -> np.ndarray:
-    """The reference's log-probability of each kept decision's choice (0 for the others), in scoring passes."""
+    """The reference's log-probability of each kept decision's choice (0 for the others), each distinct (prompt,
+    legal actions, choice) scored once, in scoring passes."""
+    prompt = ref.prompts.prompt_ids
+    keys = [(PolicyMemo.key(prompt(data.observations[i]), data.observations[i].legal_actions), int(data.chosen[i]))
+            for i in keep]
+    first, _ = distinct_rows(keys)
+    row_of = {keys[j]: r for r, j in enumerate(first)}
+    distinct = np.zeros(len(first))
+    for start, end, batch in ref.scoring_passes([data.observations[keep[j]] for j in first]):
+        part = keep[first[start:end]]
+        distinct[start:end] = np.array(_chosen_logp(ref.model, batch, data.chosen[part], temperature))
     logp_ref = np.zeros(len(data.chosen))
-    for start, end, batch in ref.scoring_passes([data.observations[i] for i in keep]):
-        part = keep[start:end]
-        logp_ref[part] = np.array(_chosen_logp(ref.model, batch, data.chosen[part], temperature))
+    logp_ref[keep] = distinct[[row_of[key] for key in keys]]
     return logp_ref
 
 
-def _log_row(step: int, result: Mapping[str, Any], data: Decisions, picked: np.ndarray,
+def _log_row(step: int, iteration: int, result: Mapping[str, Any], data: Decisions, picked: np.ndarray,
              elapsed: float) -> dict[str, Any]:
     """One train_log.jsonl row (its tokens_per_sec is moved to logs/ before the log is written)."""
     return {
-        "step": step, "loss": round(result["loss"], 6), "kl": round(result["kl"], 6),
+        "step": step, "iteration": iteration, "loss": round(result["loss"], 6), "kl": round(result["kl"], 6),
         "clip_fraction": round(result["clip_fraction"], 6),
         "mean_reward": round(float(data.rewards[picked].mean()), 6),
         "zero_adv_fraction": round(float(data.zero_group.mean()), 6),
-        "lr": round(result["lr"], 9),
+        "lr": round(result["lr"], 9), "rows": result["rows"],
         "tokens_per_sec": round(result["tokens"] / elapsed, 1),
     }
 
 
+@dataclass
+class _Steps:
+    """Where a round's steps stand: its number, iterations, the batch RNG and the progress bar."""
+
+    round_number: int
+    iterations: int
+    rng: np.random.Generator
+    bar: Any
+
+
 def _run_steps(update: GRPOUpdate, data: Decisions, keep: np.ndarray, logp_ref: np.ndarray, config: TrainConfig,
-               round_number: int, progress: bool) -> list[dict[str, Any]]:
-    """``config.steps`` GRPO steps, each on a random batch of the kept decisions; one log row per step."""
-    rng = np.random.default_rng([config.seed, round_number])
+               at: _Steps, iteration: int) -> list[dict[str, Any]]:
+    """One iteration's ``config.steps`` GRPO steps, each on a random batch of its kept decisions; a row a step."""
     log = []
-    bar = tqdm(range(config.steps), desc=f"train r{round_number}", unit="step", file=sys.stderr,
-               disable=None if progress else True, leave=False)
-    for step in bar:
+    for local in range(config.steps):
+        step = iteration * config.steps + local
         start = time.perf_counter()
+        at.bar.update(1)
         if len(keep) == 0:
-            log.append({"step": step, "skipped": "every group had equal rewards"})
+            log.append({"step": step, "iteration": iteration, "skipped": "every group had equal rewards"})
             continue
-        picked = np.sort(rng.choice(keep, size=min(config.batch_size, len(keep)), replace=False))
+        picked = np.sort(at.rng.choice(keep, size=min(config.batch_size, len(keep)), replace=False))
+        global_step = (at.round_number - 1) * at.iterations * config.steps + step
         result = update([data.observations[i] for i in picked], data.chosen[picked], data.logp_old[picked],
                         logp_ref[picked], data.advantages[picked],
-                        _learning_rate(config, (round_number - 1) * config.steps + step))
-        log.append(_log_row(step, result, data, picked, time.perf_counter() - start))
+                        _learning_rate(config, global_step, at.iterations * config.steps))
+        log.append(_log_row(step, iteration, result, data, picked, time.perf_counter() - start))
     return log
 
 
+def _fresh_rollouts(policy: MLXPlayer, pool_file: str | Path, selfplay: SelfPlayConfig, seeds: SeedsConfig,
+                    round_number: int, config: TrainConfig) -> Callable[[int], Decisions]:
+    """Iteration i's decisions: the policy as trained so far plays the iteration's deals against the pool."""
+    from arena.train.grpo.rollouts import play_iteration
+    from arena.train.pool import load_pool
+
+    pool: dict[str, Any] = load_pool(pool_file)
+    cache: dict[str, Any] = {}  # frozen pool members, loaded once a round (their memos stay valid)
+
+    def fresh(iteration: int) -> Decisions:
+        records = play_iteration(policy, pool, selfplay, seeds, round_number, iteration, cache, progress=False)
+        return learner_decisions(records, policy.spec, config)
+
+    return fresh
+
+
 def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, round_number: int,
-                selfplay: SelfPlayConfig, config: TrainConfig, out_dir: str | Path,
-                progress: bool = True) -> dict[str, Any]:
-    """Train@r: GRPO steps on the round's rollouts; write the trained weights (or LoRA adapter) and a log."""
+                selfplay: SelfPlayConfig, config: TrainConfig, out_dir: str | Path, progress: bool = True,
+                pool_file: str | Path | None = None, seeds: SeedsConfig | None = None) -> dict[str, Any]:
+    """Train@r: GRPO steps on the round's rollouts (the first iteration), then ``selfplay.iterations_per_round - 1``
+    more iterations of fresh rollouts against ``pool_file``'s pool and steps; write the weights (or LoRA adapter)
+    and a log."""
     import mlx.core as mx
 
     mx.random.seed(config.seed + round_number)
-    player_config = sampling_config(selfplay)
     check_trainable(snapshot, config)
-    policy = MLXPlayer(snapshot, player_config)
-    ref = MLXPlayer(reference, player_config)
+    policy = MLXPlayer(snapshot, sampling_config(selfplay, selfplay.memo_prompts))
+    ref = MLXPlayer(reference, sampling_config(selfplay))
     data = learner_decisions(read_shard(shard), policy.spec, config)
-    return optimise(policy, ref, data, snapshot, config, selfplay.temperature, round_number, out_dir, {
-        "snapshot": digest_path(snapshot), "reference": digest_path(reference), "rollouts": digest_path(shard),
-    }, progress)
+    inputs = {"snapshot": digest_path(snapshot), "reference": digest_path(reference), "rollouts": digest_path(shard)}
+    more, extra = None, {}
+    if selfplay.iterations_per_round > 1:
+        if pool_file is None or seeds is None:
+            raise ValueError("selfplay.iterations_per_round > 1 needs the round's pool and seed plan")
+        more = _fresh_rollouts(policy, pool_file, selfplay, seeds, round_number, config)
+        inputs["pool"] = digest_path(pool_file)
+        extra = {"selfplay": as_dict(selfplay), "seeds": as_dict(seeds)}
+    return optimise(policy, ref, data, snapshot, config, selfplay.temperature, round_number, out_dir, inputs,
+                    progress, Iterations(selfplay.iterations_per_round, more, extra))
+
+
+@dataclass(frozen=True)
+class Iterations:
+    """A round's later iterations: how many in all, each one's fresh decisions, and what the meta must add."""
+
+    count: int = 1
+    fresh: Callable[[int], Decisions] | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
 
 
 def optimise(policy: MLXPlayer, ref: MLXPlayer, data: Decisions, snapshot: str | Path, config: TrainConfig,
              temperature: float, round_number: int, out_dir: str | Path, inputs: dict[str, str],
-             progress: bool = True) -> dict[str, Any]:
-    """``config.steps`` GRPO steps of ``policy`` on ``data`` (KL to ``ref``); write the weights and the log.
+             progress: bool = True, iterations: Iterations | None = None) -> dict[str, Any]:
+    """``config.steps`` GRPO steps of ``policy`` on ``data`` (KL to ``ref``), then as many on each later
+    iteration's fresh decisions; write the weights and the log.
 
     Any loop whose decisions carry advantages trains through here (self-play GRPO, LSP's two roles).
     """
-    keep = np.flatnonzero(~data.zero_group) if config.drop_zero_groups else np.arange(len(data.chosen))
-    logp_ref = _reference_logp(ref, data, keep, temperature)
+    iterations = iterations or Iterations()
     if config.method == "lora":
         attach_lora(policy.model, config, snapshot)
     print(f"[arena] train r{round_number}: "
           f"{budget_note(policy.shape, config.max_batch_tokens, 'train.max_batch_tokens', training=True)}",
           file=sys.stderr)
     update = GRPOUpdate(policy, config, temperature)
-    log = _run_steps(update, data, keep, logp_ref, config, round_number, progress)
+    bar = tqdm(total=config.steps * iterations.count, desc=f"train r{round_number}", unit="step", file=sys.stderr,
+               disable=None if progress else True, leave=False)
+    at = _Steps(round_number, iterations.count, np.random.default_rng([config.seed, round_number]), bar)
+    log: list[dict[str, Any]] = []
+    for iteration in range(iterations.count):
+        if iteration:
+            data = iterations.fresh(iteration)
+        keep = np.flatnonzero(~data.zero_group) if config.drop_zero_groups else np.arange(len(data.chosen))
+        log += _run_steps(update, data, keep, _reference_logp(ref, data, keep, temperature), config, at, iteration)
+    bar.close()
     timing = [{"step": row["step"], "tokens_per_sec": row.pop("tokens_per_sec")} for row in log if "loss" in row]
     _write_timing(round_number, timing)
-    return _save_round(policy, config, out_dir, log, inputs, round_number, snapshot)
+    return _save_round(policy, config, out_dir, log, inputs, round_number, snapshot, iterations.config)
 
 
 def _write_timing(round_number: int, timing: list[dict[str, float]]) -> None:
@@ -257,7 +356,8 @@ def _write_timing(round_number: int, timing: list[dict[str, float]]) -> None:
 
 
 def _save_round(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log: list[dict[str, Any]],
-                inputs: dict[str, str], round_number: int, snapshot: str | Path) -> dict[str, Any]:
+                inputs: dict[str, str], round_number: int, snapshot: str | Path,
+                extra: Mapping[str, Any]) -> dict[str, Any]:
     import mlx.core as mx
     from mlx.utils import tree_flatten
 
@@ -277,5 +377,5 @@ def _save_round(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log
             save_fused(policy.model, tmp / "weights.safetensors")
         (tmp / "train_log.jsonl").write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in log))
         (tmp / "summary.json").write_text(dump_json(summary))
-        write_meta(tmp, inputs=inputs, config=as_dict(config))
+        write_meta(tmp, inputs=inputs, config={**as_dict(config), **extra})
     return summary
