@@ -15,6 +15,7 @@ snapshot"); that code lives here only, as a study.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
@@ -55,6 +56,19 @@ PRESETS: dict[str, dict[str, Any]] = {
     "lr1e-3": {"train.lr": 1.0e-3},
     "4096deals": {"selfplay.deals_per_round": 4096, "train.steps": 128},
 }
+# Many on-policy iterations a round stage (selfplay.iterations_per_round), each on fresh deals, with the memo.
+ITERATED = {"selfplay.memo_prompts": 4096, "train.batch_size": 4096}
+PRESETS.update({
+    "iter16x4(default budget)": {**ITERATED, "selfplay.iterations_per_round": 16, "selfplay.deals_per_round": 64,
+                                 "train.steps": 4},
+    "iter64x2,lr3e-4": {**ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64,
+                        "train.steps": 2, "train.lr": 3.0e-4},
+    "iter64x2,lr3e-4,magnet": {**ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64,
+                               "train.steps": 2, "train.lr": 3.0e-4, "train.reference": "previous"},
+    "iter64x2": {**ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64, "train.steps": 2},
+    "iter32x4,lr3e-4": {**ITERATED, "selfplay.iterations_per_round": 32, "selfplay.deals_per_round": 128,
+                        "train.steps": 4, "train.lr": 3.0e-4},
+})
 
 
 def _params(overrides: dict[str, Any], seed: int) -> dict[str, Any]:
@@ -107,12 +121,13 @@ def run_preset(name: str, seed: int, rounds: int, base: Path, work: Path) -> lis
     train, pool = load_section(TrainConfig, "train", params), load_section(PoolConfig, "pool", params)
     copy_snapshot(base, work / "s0")
     build_pool(None, work / "s0", pool, "kuhn", work / "p0")
-    curve = []
+    curve, began = [], time.perf_counter()
     for n in range(1, rounds + 1):
         prev = work / f"s{n - 1}"
         play_round(prev, work / f"p{n - 1}", selfplay, seeds, n, work / f"roll{n}")
         reference = base if train.reference == "base" else prev
-        train_round(prev, reference, work / f"roll{n}", n, selfplay, train, work / f"ad{n}")
+        train_round(prev, reference, work / f"roll{n}", n, selfplay, train, work / f"ad{n}",
+                    pool_file=work / f"p{n - 1}", seeds=seeds)
         fuse_round(prev, work / f"ad{n}", work / f"s{n}")
         build_pool(work / f"p{n - 1}", work / f"s{n}", pool, "kuhn", work / f"p{n}")
         last = exploitability(model_policy(MLXPlayer(work / f"s{n}")))
@@ -120,7 +135,8 @@ def run_preset(name: str, seed: int, rounds: int, base: Path, work: Path) -> lis
         if PRESETS[name].get("distill"):
             shutil.move(work / f"s{n}", work / f"raw{n}")
             distill(work / f"raw{n}", average, work / f"s{n}")
-        curve.append({"round": n, "games": n * selfplay.deals_per_round * selfplay.group_size,
+        curve.append({"round": n, "games": n * selfplay.games_per_round,
+                      "seconds": round(time.perf_counter() - began, 1),
                       "last": round(last, 6), "average": round(exploitability(average), 6)})
         print(f"{name} seed {seed} round {n}: last {last:.4f} average {curve[-1]['average']:.4f}", file=sys.stderr)
     return curve
@@ -129,15 +145,18 @@ def run_preset(name: str, seed: int, rounds: int, base: Path, work: Path) -> lis
 def table(runs: dict[str, dict[int, list[dict[str, float]]]]) -> str:
     """Per preset: seed means of the last iterate and the pool average after every round, the final seed range."""
     lines = ["| preset | games by the end | last iterate by round (seed mean) | last, final (seed range) | "
-             "pool average by round (seed mean) | average, final |", "|---|---|---|---|---|---|"]
+             "pool average by round (seed mean) | average, final | s a run |", "|---|---|---|---|---|---|---|"]
     for name, seeded in runs.items():
         curves = list(seeded.values())
         mean = [sum(c[i]["last"] for c in curves) / len(curves) for i in range(len(curves[0]))]
         avg = [sum(c[i]["average"] for c in curves) / len(curves) for i in range(len(curves[0]))]
         finals = [c[-1]["last"] for c in curves]
+        # Wall seconds of a run (seed mean; the original runs did not record them).
+        seconds = [c[-1]["seconds"] for c in curves if "seconds" in c[-1]]
+        wall = f"{sum(seconds) / len(seconds):.0f}" if seconds else "-"
         lines.append(f"| {name} | {curves[0][-1]['games']:,} | {' '.join(f'{v:.3f}' for v in mean)} | "
                      f"{mean[-1]:.3f} ({min(finals):.3f}-{max(finals):.3f}) | {' '.join(f'{v:.3f}' for v in avg)} | "
-                     f"{avg[-1]:.3f} |")
+                     f"{avg[-1]:.3f} | {wall} |")
     return "\n".join(lines)
 
 
@@ -165,6 +184,22 @@ def plot(runs: dict[str, dict[int, list[dict[str, float]]]], path: Path) -> None
     fig.savefig(path, dpi=110)
 
 
+def _run_all(names: list[str], seeds: int, rounds: int) -> dict[str, dict[int, list[dict[str, float]]]]:
+    from arena.train.basemodel import build_base
+    from arena.train.config import BaseConfig
+
+    runs: dict[str, dict[int, list[dict[str, float]]]] = {}
+    with tempfile.TemporaryDirectory(prefix="kuhn-neural-") as tmp:
+        base = Path(tmp) / "base"
+        build_base(BaseConfig(), base)
+        for name in names:
+            for seed in range(seeds):
+                work = Path(tmp) / f"{name}-{seed}"
+                runs.setdefault(name, {})[seed] = run_preset(name, seed, rounds, base, work)
+                shutil.rmtree(work)
+    return runs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=8)
@@ -172,20 +207,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", choices=sorted(PRESETS), help="run these presets only")
     parser.add_argument("--json", type=Path, help="write every curve here")
     parser.add_argument("--png", type=Path, help="write the curves here")
+    parser.add_argument("--merge", nargs="*", type=Path, help="include the curves of these earlier --json files")
     args = parser.parse_args(argv)
-    from arena.train.basemodel import build_base
-    from arena.train.config import BaseConfig
-
     runs: dict[str, dict[int, list[dict[str, float]]]] = {}
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="kuhn-neural-") as tmp:
-        base = Path(tmp) / "base"
-        build_base(BaseConfig(), base)
-        for name in args.only or [name for name in PRESETS if name not in PROBES]:
-            for seed in range(args.seeds):
-                work = Path(tmp) / f"{name}-{seed}"
-                runs.setdefault(name, {})[seed] = run_preset(name, seed, args.rounds, base, work)
-                shutil.rmtree(work)
+    for path in args.merge or ():  # curves of earlier runs (their --json), side by side with this one's
+        earlier = json.loads(path.read_text())
+        runs.update({name: {int(s): c for s, c in seeded.items()} for name, seeded in earlier.items()})
+    if args.only or not args.merge:
+        runs.update(_run_all(args.only or [name for name in PRESETS if name not in PROBES], args.seeds, args.rounds))
     print(table(runs))
     print(f"\n{time.perf_counter() - started:.0f} s wall")
     if args.json:

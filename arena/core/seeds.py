@@ -111,13 +111,15 @@ def shard_seeds(seeds: SeedsConfig, shard: int, games_per_shard: int) -> range:
     return seeds.train_block(SHARD_OFFSET + shard * deals, deals, "shards.games_per_shard")
 
 
-def grpo_seeds(seeds: SeedsConfig, deals_per_round: int, round_number: int) -> range:
-    """GRPO round r's deals (all its iterations'): its own block, never reused by another round, below ReST's."""
-    start = GRPO_OFFSET + (round_number - 1) * deals_per_round
-    block = seeds.train_block(start, deals_per_round, "selfplay.deals_per_round")
+def grpo_seeds(seeds: SeedsConfig, deals_per_round: int, round_number: int, iterations: int = 1) -> range:
+    """GRPO round r's deals (``iterations`` blocks of ``deals_per_round``): its own block, never reused by another
+    round, below ReST's."""
+    count = deals_per_round * iterations
+    what = f"{count} deals a round ({iterations} iterations x {deals_per_round})" if iterations > 1 else "deals"
+    start = GRPO_OFFSET + (round_number - 1) * count
+    block = seeds.train_block(start, count, "selfplay.deals_per_round")
     require(block.stop - seeds.train_start <= REST_OFFSET, "selfplay.deals_per_round", deals_per_round,
-            f"round {round_number}'s deals (x selfplay.iterations_per_round) would reach the ReST block at "
-            f"{REST_OFFSET}; play fewer deals per round")
+            f"round {round_number}'s {what} would reach the ReST block at {REST_OFFSET}; play fewer deals per round")
     return block
 
 

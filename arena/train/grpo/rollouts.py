@@ -23,7 +23,7 @@ from arena.train.pool import load_pool, sample_opponents
 def round_seeds(seeds: SeedsConfig, config: SelfPlayConfig, round_number: int, iteration: int = 0) -> range:
     """Iteration ``iteration``'s deal seeds in round r: its slice of the round's GRPO block (every iteration of the
     round has ``deals_per_round`` fresh deals)."""
-    block = grpo_seeds(seeds, config.deals_per_round * config.iterations_per_round, round_number)
+    block = grpo_seeds(seeds, config.deals_per_round, round_number, config.iterations_per_round)
     return block[iteration * config.deals_per_round:(iteration + 1) * config.deals_per_round]
 
 
