@@ -66,6 +66,13 @@ PRESETS.update({
     "iter64x2,lr3e-4,magnet": {**ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64,
                                "train.steps": 2, "train.lr": 3.0e-4, "train.reference": "previous"},
     "iter64x2": {**ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64, "train.steps": 2},
+    "iter64x2,beta0.2": {**ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64,
+                         "train.steps": 2, "train.beta": 0.2},
+    "iter64x2,magnet(previous,beta0.2)": {**ITERATED, "selfplay.iterations_per_round": 64,
+                                          "selfplay.deals_per_round": 64, "train.steps": 2, "train.beta": 0.2,
+                                          "train.reference": "previous"},
+    "iter64x2,lookahead0.5": {**ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64,
+                              "train.steps": 2, "train.lookahead": 0.5},
     "iter32x4,lr3e-4": {**ITERATED, "selfplay.iterations_per_round": 32, "selfplay.deals_per_round": 128,
                         "train.steps": 4, "train.lr": 3.0e-4},
 })

@@ -173,3 +173,22 @@ def test_a_round_of_several_iterations_trains_on_fresh_deals_deterministically(r
 def test_a_rounds_deals_must_stay_below_the_rest_block():
     with pytest.raises(ConfigError, match="would reach the ReST block"):
         round_seeds(SeedsConfig(), SelfPlayConfig(deals_per_round=1000, iterations_per_round=20), 8)
+
+
+def test_lookahead_publishes_a_fraction_of_the_rounds_step(round_zero, tmp_path):
+    import mlx.core as mx
+
+    weights = {}
+    for alpha in (1.0, 0.5):
+        config = TrainConfig(steps=2, batch_size=16, lr=1.0e-3, lookahead=alpha)
+        train_round(round_zero / "snap0", round_zero / "base", round_zero / "roll1", 1, SELFPLAY, config,
+                    tmp_path / str(alpha), progress=False)
+        weights[alpha] = mx.load(str(tmp_path / str(alpha) / "weights.safetensors"))
+    start = mx.load(str(round_zero / "snap0" / "model.safetensors"))
+    moved = [name for name in start if not mx.array_equal(start[name], weights[1.0][name])]
+    assert moved
+    for name in moved:
+        half = start[name] + 0.5 * (weights[1.0][name] - start[name])
+        assert mx.allclose(weights[0.5][name], half, atol=1e-6).item(), name
+    with pytest.raises(ConfigError, match="needs method full"):
+        from_mapping(TrainConfig, {"lookahead": 0.5, "method": "lora"}, "train")

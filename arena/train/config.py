@@ -112,7 +112,11 @@ class SelfPlayConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """params.yaml ``train:`` section: the GRPO optimisation of one round."""
+    """params.yaml ``train:`` section: the GRPO optimisation of one round.
+
+    ``lookahead`` < 1 publishes the round's start weights moved that fraction of the way to its trained weights
+    (arena.train.fuse.lookahead), so the next round starts there.
+    """
 
     method: str = "full"
     lr: float = 1.0e-3
@@ -129,10 +133,13 @@ class TrainConfig:
     lora_layers: int = 4
     lora_scale: float = 20.0
     max_batch_tokens: int = 65536
+    lookahead: float = 1.0
     seed: int = 0
 
     def __post_init__(self) -> None:
         require_choice("train.method", self.method, METHODS)
+        require(0 < self.lookahead <= 1 and (self.lookahead == 1 or self.method == "full"), "train.lookahead",
+                self.lookahead, "must be in (0, 1] (1: the round's trained weights as they are); < 1 needs method full")
         require_choice("train.lr_decay", self.lr_decay, LR_DECAYS)
         require_choice("train.reference", self.reference, REFERENCES)
         require(self.lr > 0 and math.isfinite(self.lr), "train.lr", self.lr, "must be a positive float")

@@ -26,7 +26,7 @@ from arena.players.memo import PolicyMemo
 from arena.players.memory import budget_note
 from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig, TrainConfig
-from arena.train.fuse import save_fused
+from arena.train.fuse import lookahead, save_fused
 from arena.train.lora import adapter_config, attach_lora, check_trainable
 
 # ----------------------------------------------------------------------------------------------- training data
@@ -332,6 +332,7 @@ def optimise(policy: MLXPlayer, ref: MLXPlayer, data: Decisions, snapshot: str |
           f"{budget_note(policy.shape, config.max_batch_tokens, 'train.max_batch_tokens', training=True)}",
           file=sys.stderr)
     update = GRPOUpdate(policy, config, temperature)
+    start = policy.model.parameters()  # the update replaces arrays, never mutates them: this stays the start
     bar = tqdm(total=config.steps * iterations.count, desc=f"train r{round_number}", unit="step", file=sys.stderr,
                disable=None if progress else True, leave=False)
     at = _Steps(round_number, iterations.count, np.random.default_rng([config.seed, round_number]), bar)
@@ -342,6 +343,7 @@ def optimise(policy: MLXPlayer, ref: MLXPlayer, data: Decisions, snapshot: str |
         keep = np.flatnonzero(~data.zero_group) if config.drop_zero_groups else np.arange(len(data.chosen))
         log += _run_steps(update, data, keep, _reference_logp(ref, data, keep, temperature), config, at, iteration)
     bar.close()
+    lookahead(policy.model, start, config.lookahead)
     timing = [{"step": row["step"], "tokens_per_sec": row.pop("tokens_per_sec")} for row in log if "loss" in row]
     _write_timing(round_number, timing)
     return _save_round(policy, config, out_dir, log, inputs, round_number, snapshot, iterations.config)
