@@ -59,12 +59,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 # Many on-policy iterations a round stage (selfplay.iterations_per_round), each on fresh deals, with the memo.
 ITERATED = {"selfplay.memo_prompts": 4096, "train.batch_size": 4096}
 PRESETS.update({
-    "iter16x4(default budget)": {**ITERATED, "selfplay.iterations_per_round": 16, "selfplay.deals_per_round": 64,
-                                 "train.steps": 4},
     "iter64x2,lr3e-4": {**ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64,
                         "train.steps": 2, "train.lr": 3.0e-4},
-    "iter64x2,lr3e-4,magnet": {**ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64,
-                               "train.steps": 2, "train.lr": 3.0e-4, "train.reference": "previous"},
     "iter64x2": {**ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64, "train.steps": 2},
     "iter64x2,beta0.2": {**ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64,
                          "train.steps": 2, "train.beta": 0.2},
@@ -73,8 +69,9 @@ PRESETS.update({
                                           "train.reference": "previous"},
     "iter64x2,lookahead0.5": {**ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64,
                               "train.steps": 2, "train.lookahead": 0.5},
-    "iter32x4,lr3e-4": {**ITERATED, "selfplay.iterations_per_round": 32, "selfplay.deals_per_round": 128,
-                        "train.steps": 4, "train.lr": 3.0e-4},
+    "iter64x2,magnet(previous,beta0.2),lookahead0.5": {
+        **ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64, "train.steps": 2,
+        "train.beta": 0.2, "train.reference": "previous", "train.lookahead": 0.5},
 })
 
 
