@@ -188,7 +188,7 @@ def plot(runs: dict[str, dict[int, list[dict[str, float]]]], path: Path) -> None
     fig.savefig(path, dpi=110)
 
 
-def _run_all(names: list[str], seeds: int, rounds: int) -> dict[str, dict[int, list[dict[str, float]]]]:
+def _run_all(names: list[str], seeds: range, rounds: int) -> dict[str, dict[int, list[dict[str, float]]]]:
     from arena.train.basemodel import build_base
     from arena.train.config import BaseConfig
 
@@ -197,7 +197,7 @@ def _run_all(names: list[str], seeds: int, rounds: int) -> dict[str, dict[int, l
         base = Path(tmp) / "base"
         build_base(BaseConfig(), base)
         for name in names:
-            for seed in range(seeds):
+            for seed in seeds:
                 work = Path(tmp) / f"{name}-{seed}"
                 runs.setdefault(name, {})[seed] = run_preset(name, seed, rounds, base, work)
                 shutil.rmtree(work)
@@ -208,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--first-seed", type=int, default=0, help="run seeds first-seed .. first-seed + seeds - 1")
     parser.add_argument("--only", nargs="*", choices=sorted(PRESETS), help="run these presets only")
     parser.add_argument("--json", type=Path, help="write every curve here")
     parser.add_argument("--png", type=Path, help="write the curves here")
@@ -217,9 +218,11 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     for path in args.merge or ():  # curves of earlier runs (their --json), side by side with this one's
         earlier = json.loads(path.read_text())
-        runs.update({name: {int(s): c for s, c in seeded.items()} for name, seeded in earlier.items()})
+        for name, seeded in earlier.items():  # a preset's seeds may come from several files
+            runs.setdefault(name, {}).update({int(s): c for s, c in seeded.items()})
     if args.only or not args.merge:
-        runs.update(_run_all(args.only or [name for name in PRESETS if name not in PROBES], args.seeds, args.rounds))
+        names = args.only or [name for name in PRESETS if name not in PROBES]
+        runs.update(_run_all(names, range(args.first_seed, args.first_seed + args.seeds), args.rounds))
     print(table(runs))
     print(f"\n{time.perf_counter() - started:.0f} s wall")
     if args.json:

@@ -31,14 +31,12 @@ def test_a_memoised_policy_does_not_depend_on_the_batch(memo_player):
     assert memo_player.memo.hits > 0 and len(memo_player.memo.entries) <= 64
 
 
-def test_without_a_memo_the_batch_changes_the_last_bits(base_model_dir):
-    """Why the memo scores each prompt alone: batched scoring is not bit-identical to scoring alone."""
-    player = MLXPlayer(base_model_dir)
+def test_a_memoised_policy_is_the_batched_one_up_to_float_rounding(memo_player, base_model_dir):
+    """Batched scoring differs from scoring alone only in the last bits (4.8e-7 measured on this model)."""
     observations = list(canonical_observations().values())
-    alone = [player.policy([o])[0] for o in observations]
-    batched = player.policy(observations)
-    assert any(not np.array_equal(a, b) for a, b in zip(alone, batched, strict=True))
-    assert max(np.abs(a - b).max() for a, b in zip(alone, batched, strict=True)) < 1e-5
+    batched = MLXPlayer(base_model_dir).policy(observations)
+    memoised = memo_player.policy(observations)
+    assert max(np.abs(a - b).max() for a, b in zip(memoised, batched, strict=True)) < 1e-5
 
 
 def test_the_memo_is_bounded_and_evicts_the_least_recently_used():
