@@ -51,7 +51,7 @@ def _gradient_seconds(update: GRPOUpdate, data, aggregate: bool) -> tuple[float,
     else:
         first, counts = np.arange(n), np.ones(n)
     start = time.perf_counter()
-    loss, _, grads, _ = update._gradients([data.observations[i] for i in first], data.chosen[first],
+    loss, _, grads, _ = update.gradients([data.observations[i] for i in first], data.chosen[first],
                                           data.logp_old[first], logp_ref[first], data.advantages[first], counts)
     mx.eval(grads)
     return time.perf_counter() - start, loss.item(), len(first)

@@ -74,9 +74,9 @@ def test_aggregated_rows_give_the_loss_and_gradient_of_every_decision(base_model
     first, counts = update.rows(observations, chosen, logp_old, logp_ref, advantages)
     assert len(first) <= 12 * 2 * 4 and counts.sum() == 300  # info sets x choices x advantages
     rows = [observations[i] for i in first]
-    loss_a, metrics_a, grads_a, _ = update._gradients(rows, chosen[first], logp_old[first], logp_ref[first],
+    loss_a, metrics_a, grads_a, _ = update.gradients(rows, chosen[first], logp_old[first], logp_ref[first],
                                                       advantages[first], counts)
-    loss_b, metrics_b, grads_b, _ = update._gradients(observations, chosen, logp_old, logp_ref, advantages,
+    loss_b, metrics_b, grads_b, _ = update.gradients(observations, chosen, logp_old, logp_ref, advantages,
                                                       np.ones(300))
     assert abs(loss_a.item() - loss_b.item()) <= 1e-6 * max(1.0, abs(loss_b.item()))
     assert 0 < metrics_b["clip_fraction"].item() < 1

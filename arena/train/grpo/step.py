@@ -168,7 +168,7 @@ class GRPOUpdate:
 
         first, counts = self.rows(observations, chosen, logp_old, logp_ref, advantages)
         rows = [observations[i] for i in first]
-        loss, metrics, grads, tokens = self._gradients(rows, chosen[first], logp_old[first], logp_ref[first],
+        loss, metrics, grads, tokens = self.gradients(rows, chosen[first], logp_old[first], logp_ref[first],
                                                        advantages[first], counts)
         self.optimizer.learning_rate = learning_rate
         self.optimizer.update(self.policy.model, grads)
@@ -177,7 +177,7 @@ class GRPOUpdate:
         return {"loss": loss.item(), "kl": metrics["kl"].item(), "clip_fraction": metrics["clip_fraction"].item(),
                 "lr": float(self.optimizer.learning_rate.item()), "rows": len(rows), "tokens": tokens}
 
-    def _gradients(self, rows: Sequence[Observation], chosen: np.ndarray, logp_old: np.ndarray, logp_ref: np.ndarray,
+    def gradients(self, rows: Sequence[Observation], chosen: np.ndarray, logp_old: np.ndarray, logp_ref: np.ndarray,
                    advantages: np.ndarray, counts: np.ndarray) -> tuple[Any, dict[str, Any], Any, int]:
         """The loss, metrics and gradients of the weighted rows, accumulated over scoring micro-batches."""
         import mlx.core as mx
