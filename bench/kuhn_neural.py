@@ -1,7 +1,8 @@
 """Ablate the neural GRPO recipe on Kuhn: the real round code per preset, exact exploitability per round, a PNG.
 
 Usage (from the repository root):
-    python bench/kuhn_neural.py [--rounds 8] [--seeds 2] [--only NAME ...] [--json runs.json] [--png curves.png]
+    python bench/kuhn_neural.py [--rounds 8] [--seeds 2] [--first-seed 0] [--only NAME ...] [--json runs.json]
+                                [--png curves.png] [--merge earlier.json ...]
 
 Each preset overrides keys of params.yaml's `selfplay`/`train` sections and runs `--rounds` rounds of exactly what
 the round stages run (arena.train.grpo rollouts and update, arena.train.fuse, arena.train.pool) from the embedded
@@ -9,7 +10,9 @@ base model built for the run; after each round it records the exact exploitabili
 new snapshot (the last iterate) and of the pool's reach-weighted average policy. Seed s shifts the training deal
 block by s * 10^6 and sets train.seed = s. The `distill` presets replace each snapshot by the pool's average policy
 distilled into its weights at the 12 information sets (the issue's "distil the average policy into the next
-snapshot"); that code lives here only, as a study.
+snapshot"); that code lives here only, as a study. The `iter*` presets run several rollout-then-update iterations
+a round (selfplay.iterations_per_round) with the policy memo on. ``--merge`` tabulates (and plots) the curves of
+earlier ``--json`` files beside this run's, a preset's seeds possibly from several files.
 """
 
 from __future__ import annotations
