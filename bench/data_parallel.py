@@ -56,7 +56,7 @@ def run_case(model_dir: Path, decisions: Path, size: dict[str, Any]) -> dict[str
     from arena.players.mlx import MLXPlayer
     from arena.train.config import TrainConfig
     from arena.train.grpo.dataparallel import World, init_world
-    from arena.train.grpo.step import GRPOUpdate
+    from arena.train.grpo.update import GRPOUpdate
 
     world = init_world() if "MLX_RANK" in os.environ else World()
     data = pickle.loads(decisions.read_bytes())

@@ -1,7 +1,8 @@
 """Ablate the neural GRPO recipe on Kuhn: the real round code per preset, exact exploitability per round, a PNG.
 
 Usage (from the repository root):
-    python bench/kuhn_neural.py [--rounds 8] [--seeds 2] [--only NAME ...] [--json runs.json] [--png curves.png]
+    python bench/kuhn_neural.py [--rounds 8] [--seeds 2] [--first-seed 0] [--only NAME ...] [--json runs.json]
+                                [--png curves.png] [--merge earlier.json ...]
 
 Each preset overrides keys of params.yaml's `selfplay`/`train` sections and runs `--rounds` rounds of exactly what
 the round stages run (arena.train.grpo rollouts and update, arena.train.fuse, arena.train.pool) from the embedded
@@ -9,12 +10,15 @@ base model built for the run; after each round it records the exact exploitabili
 new snapshot (the last iterate) and of the pool's reach-weighted average policy. Seed s shifts the training deal
 block by s * 10^6 and sets train.seed = s. The `distill` presets replace each snapshot by the pool's average policy
 distilled into its weights at the 12 information sets (the issue's "distil the average policy into the next
-snapshot"); that code lives here only, as a study.
+snapshot"); that code lives here only, as a study. The `iter*` presets run several rollout-then-update iterations
+a round (selfplay.iterations_per_round) with the policy memo on. ``--merge`` tabulates (and plots) the curves of
+earlier ``--json`` files beside this run's, a preset's seeds possibly from several files.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
@@ -55,6 +59,23 @@ PRESETS: dict[str, dict[str, Any]] = {
     "lr1e-3": {"train.lr": 1.0e-3},
     "4096deals": {"selfplay.deals_per_round": 4096, "train.steps": 128},
 }
+# Many on-policy iterations a round stage (selfplay.iterations_per_round), each on fresh deals, with the memo.
+ITERATED = {"selfplay.memo_prompts": 4096, "train.batch_size": 4096}
+PRESETS.update({
+    "iter64x2,lr3e-4": {**ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64,
+                        "train.steps": 2, "train.lr": 3.0e-4},
+    "iter64x2": {**ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64, "train.steps": 2},
+    "iter64x2,beta0.2": {**ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64,
+                         "train.steps": 2, "train.beta": 0.2},
+    "iter64x2,magnet(previous,beta0.2)": {**ITERATED, "selfplay.iterations_per_round": 64,
+                                          "selfplay.deals_per_round": 64, "train.steps": 2, "train.beta": 0.2,
+                                          "train.reference": "previous"},
+    "iter64x2,lookahead0.5": {**ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64,
+                              "train.steps": 2, "train.lookahead": 0.5},
+    "iter64x2,magnet(previous,beta0.2),lookahead0.5": {
+        **ITERATED, "selfplay.iterations_per_round": 64, "selfplay.deals_per_round": 64, "train.steps": 2,
+        "train.beta": 0.2, "train.reference": "previous", "train.lookahead": 0.5},
+})
 
 
 def _params(overrides: dict[str, Any], seed: int) -> dict[str, Any]:
@@ -107,12 +128,13 @@ def run_preset(name: str, seed: int, rounds: int, base: Path, work: Path) -> lis
     train, pool = load_section(TrainConfig, "train", params), load_section(PoolConfig, "pool", params)
     copy_snapshot(base, work / "s0")
     build_pool(None, work / "s0", pool, "kuhn", work / "p0")
-    curve = []
+    curve, began = [], time.perf_counter()
     for n in range(1, rounds + 1):
         prev = work / f"s{n - 1}"
         play_round(prev, work / f"p{n - 1}", selfplay, seeds, n, work / f"roll{n}")
         reference = base if train.reference == "base" else prev
-        train_round(prev, reference, work / f"roll{n}", n, selfplay, train, work / f"ad{n}")
+        train_round(prev, reference, work / f"roll{n}", n, selfplay, train, work / f"ad{n}",
+                    pool_file=work / f"p{n - 1}", seeds=seeds)
         fuse_round(prev, work / f"ad{n}", work / f"s{n}")
         build_pool(work / f"p{n - 1}", work / f"s{n}", pool, "kuhn", work / f"p{n}")
         last = exploitability(model_policy(MLXPlayer(work / f"s{n}")))
@@ -120,7 +142,8 @@ def run_preset(name: str, seed: int, rounds: int, base: Path, work: Path) -> lis
         if PRESETS[name].get("distill"):
             shutil.move(work / f"s{n}", work / f"raw{n}")
             distill(work / f"raw{n}", average, work / f"s{n}")
-        curve.append({"round": n, "games": n * selfplay.deals_per_round * selfplay.group_size,
+        curve.append({"round": n, "games": n * selfplay.games_per_round,
+                      "seconds": round(time.perf_counter() - began, 1),
                       "last": round(last, 6), "average": round(exploitability(average), 6)})
         print(f"{name} seed {seed} round {n}: last {last:.4f} average {curve[-1]['average']:.4f}", file=sys.stderr)
     return curve
@@ -129,15 +152,18 @@ def run_preset(name: str, seed: int, rounds: int, base: Path, work: Path) -> lis
 def table(runs: dict[str, dict[int, list[dict[str, float]]]]) -> str:
     """Per preset: seed means of the last iterate and the pool average after every round, the final seed range."""
     lines = ["| preset | games by the end | last iterate by round (seed mean) | last, final (seed range) | "
-             "pool average by round (seed mean) | average, final |", "|---|---|---|---|---|---|"]
+             "pool average by round (seed mean) | average, final | s a run |", "|---|---|---|---|---|---|---|"]
     for name, seeded in runs.items():
         curves = list(seeded.values())
         mean = [sum(c[i]["last"] for c in curves) / len(curves) for i in range(len(curves[0]))]
         avg = [sum(c[i]["average"] for c in curves) / len(curves) for i in range(len(curves[0]))]
         finals = [c[-1]["last"] for c in curves]
+        # Wall seconds of a run (seed mean; the original runs did not record them).
+        seconds = [c[-1]["seconds"] for c in curves if "seconds" in c[-1]]
+        wall = f"{sum(seconds) / len(seconds):.0f}" if seconds else "-"
         lines.append(f"| {name} | {curves[0][-1]['games']:,} | {' '.join(f'{v:.3f}' for v in mean)} | "
                      f"{mean[-1]:.3f} ({min(finals):.3f}-{max(finals):.3f}) | {' '.join(f'{v:.3f}' for v in avg)} | "
-                     f"{avg[-1]:.3f} |")
+                     f"{avg[-1]:.3f} | {wall} |")
     return "\n".join(lines)
 
 
@@ -165,27 +191,41 @@ def plot(runs: dict[str, dict[int, list[dict[str, float]]]], path: Path) -> None
     fig.savefig(path, dpi=110)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("--seeds", type=int, default=2)
-    parser.add_argument("--only", nargs="*", choices=sorted(PRESETS), help="run these presets only")
-    parser.add_argument("--json", type=Path, help="write every curve here")
-    parser.add_argument("--png", type=Path, help="write the curves here")
-    args = parser.parse_args(argv)
+def _run_all(names: list[str], seeds: range, rounds: int) -> dict[str, dict[int, list[dict[str, float]]]]:
     from arena.train.basemodel import build_base
     from arena.train.config import BaseConfig
 
     runs: dict[str, dict[int, list[dict[str, float]]]] = {}
-    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kuhn-neural-") as tmp:
         base = Path(tmp) / "base"
         build_base(BaseConfig(), base)
-        for name in args.only or [name for name in PRESETS if name not in PROBES]:
-            for seed in range(args.seeds):
+        for name in names:
+            for seed in seeds:
                 work = Path(tmp) / f"{name}-{seed}"
-                runs.setdefault(name, {})[seed] = run_preset(name, seed, args.rounds, base, work)
+                runs.setdefault(name, {})[seed] = run_preset(name, seed, rounds, base, work)
                 shutil.rmtree(work)
+    return runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--first-seed", type=int, default=0, help="run seeds first-seed .. first-seed + seeds - 1")
+    parser.add_argument("--only", nargs="*", choices=sorted(PRESETS), help="run these presets only")
+    parser.add_argument("--json", type=Path, help="write every curve here")
+    parser.add_argument("--png", type=Path, help="write the curves here")
+    parser.add_argument("--merge", nargs="*", type=Path, help="include the curves of these earlier --json files")
+    args = parser.parse_args(argv)
+    runs: dict[str, dict[int, list[dict[str, float]]]] = {}
+    started = time.perf_counter()
+    for path in args.merge or ():  # curves of earlier runs (their --json), side by side with this one's
+        earlier = json.loads(path.read_text())
+        for name, seeded in earlier.items():  # a preset's seeds may come from several files
+            runs.setdefault(name, {}).update({int(s): c for s, c in seeded.items()})
+    if args.only or not args.merge:
+        names = args.only or [name for name in PRESETS if name not in PROBES]
+        runs.update(_run_all(names, range(args.first_seed, args.first_seed + args.seeds), args.rounds))
     print(table(runs))
     print(f"\n{time.perf_counter() - started:.0f} s wall")
     if args.json:

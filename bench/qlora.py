@@ -42,7 +42,8 @@ def run_case(model_dir: Path, deals: int, batch_size: int, budget: int, steps: i
     from arena.players.mlx import MLXPlayer
     from arena.train.config import TrainConfig
     from arena.train.grpo.rollouts import selfplay_schedule
-    from arena.train.grpo.step import GRPOUpdate, learner_decisions
+    from arena.train.grpo.step import learner_decisions
+    from arena.train.grpo.update import GRPOUpdate
     from arena.train.lora import attach_lora
     from arena.train.memory import memory_report
 

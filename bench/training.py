@@ -153,7 +153,7 @@ def _sides(model_dir, data, config, steps: Mapping[str, int]) -> dict[str, Count
     import numpy as np
 
     from arena.players.mlx import MLXPlayer
-    from arena.train.grpo.step import GRPOUpdate
+    from arena.train.grpo.update import GRPOUpdate
     from arena.train.lora import attach_lora
 
     policy = MLXPlayer(model_dir)

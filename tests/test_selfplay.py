@@ -13,7 +13,7 @@ from arena.eval.roundeval import evaluate_round
 from arena.train.basemodel import build_base
 from arena.train.config import BaseConfig, PoolConfig, SelfPlayConfig, TrainConfig
 from arena.train.fuse import copy_snapshot, fuse_round
-from arena.train.grpo.rollouts import play_round, selfplay_schedule
+from arena.train.grpo.rollouts import play_round, round_seeds, selfplay_schedule
 from arena.train.grpo.step import learner_decisions, train_round
 from arena.train.pool import build_pool, load_pool, sample_opponents
 
@@ -152,3 +152,48 @@ def test_the_pools_kuhn_policy_is_measured_through_the_runs_view(standin_dir, tm
     compact = model_policy(MLXPlayer(standin_dir, MLXPlayerConfig()))
     assert max(abs(measured[k] - compact[k]) for k in compact) > 1e-3  # the view changes what the model is shown
     assert pool["members"][0]["pin"] == MLXPlayer(standin_dir, full).pin()
+
+
+def test_a_round_of_several_iterations_trains_on_fresh_deals_deterministically(round_zero, tmp_path):
+    """selfplay.iterations_per_round: the live policy plays each later iteration's own deals, then trains on them."""
+    config = SelfPlayConfig(deals_per_round=8, group_size=2, iterations_per_round=3, memo_prompts=64)
+    blocks = [round_seeds(SeedsConfig(), config, r, i) for r in (1, 2) for i in range(3)]
+    assert [b.start for b in blocks] == [blocks[0].start + 8 * k for k in range(6)]
+    play_round(round_zero / "snap0", round_zero / "pool0", config, SeedsConfig(), 1, tmp_path / "roll")
+    train = TrainConfig(steps=2, batch_size=16, lr=1.0e-3)
+    for out in ("a", "b"):
+        train_round(round_zero / "snap0", round_zero / "base", tmp_path / "roll", 1, config, train, tmp_path / out,
+                    progress=False, pool_file=round_zero / "pool0", seeds=SeedsConfig())
+    assert digest_dir(tmp_path / "a") == digest_dir(tmp_path / "b")
+    log = [json.loads(line) for line in (tmp_path / "a" / "train_log.jsonl").read_text().splitlines()]
+    assert [row["iteration"] for row in log] == [0, 0, 1, 1, 2, 2] and [row["step"] for row in log] == list(range(6))
+    assert all(row["rows"] <= 16 for row in log if "rows" in row)
+    meta = json.loads((tmp_path / "a" / "meta.json").read_text())
+    assert "pool" in meta["inputs"] and meta["config"]["selfplay"]["iterations_per_round"] == 3
+    with pytest.raises(ValueError, match="needs the round's pool"):
+        train_round(round_zero / "snap0", round_zero / "base", tmp_path / "roll", 1, config, train, tmp_path / "c",
+                    progress=False)
+
+
+def test_a_rounds_deals_must_stay_below_the_rest_block():
+    with pytest.raises(ConfigError, match="would reach the ReST block"):
+        round_seeds(SeedsConfig(), SelfPlayConfig(deals_per_round=1000, iterations_per_round=20), 8)
+
+
+def test_lookahead_publishes_a_fraction_of_the_rounds_step(round_zero, tmp_path):
+    import mlx.core as mx
+
+    weights = {}
+    for alpha in (1.0, 0.5):
+        config = TrainConfig(steps=2, batch_size=16, lr=1.0e-3, lookahead=alpha)
+        train_round(round_zero / "snap0", round_zero / "base", round_zero / "roll1", 1, SELFPLAY, config,
+                    tmp_path / str(alpha), progress=False)
+        weights[alpha] = mx.load(str(tmp_path / str(alpha) / "weights.safetensors"))
+    start = mx.load(str(round_zero / "snap0" / "model.safetensors"))
+    moved = [name for name in start if not mx.array_equal(start[name], weights[1.0][name])]
+    assert moved
+    for name in moved:
+        half = start[name] + 0.5 * (weights[1.0][name] - start[name])
+        assert mx.allclose(weights[0.5][name], half, atol=1e-6).item(), name
+    with pytest.raises(ConfigError, match="needs method full"):
+        from_mapping(TrainConfig, {"lookahead": 0.5, "method": "lora"}, "train")

@@ -7,7 +7,7 @@ Training seeds come from ``seeds:`` ``[train_start, train_end)``, cut into block
     block                      offset       who draws it
     =========================  ===========  ===============================================================
     base-model shards          0            shard k: deals ``[k * d, (k + 1) * d)``, d = (games_per_shard + 1) // 2
-    GRPO rounds                500,000      round r: ``deals_per_round`` deals from ``(r - 1) * deals_per_round``
+    GRPO rounds                500,000      round r: ``deals_per_round`` x ``iterations_per_round`` deals, in order
     ReST rounds                600,000      round r: ``seeds_per_round`` seeds; must stay below the probe block
     curriculum probe           900,000      the same ``(probe_games + 1) // 2`` deals every round
     LSP rounds                 950,000      round r: ``lsp.proposals`` seeds, one per proposal (its choices, answers)
@@ -111,10 +111,16 @@ def shard_seeds(seeds: SeedsConfig, shard: int, games_per_shard: int) -> range:
     return seeds.train_block(SHARD_OFFSET + shard * deals, deals, "shards.games_per_shard")
 
 
-def grpo_seeds(seeds: SeedsConfig, deals_per_round: int, round_number: int) -> range:
-    """GRPO round r's deals: its own block, never reused by another round."""
-    start = GRPO_OFFSET + (round_number - 1) * deals_per_round
-    return seeds.train_block(start, deals_per_round, "selfplay.deals_per_round")
+def grpo_seeds(seeds: SeedsConfig, deals_per_round: int, round_number: int, iterations: int = 1) -> range:
+    """GRPO round r's deals (``iterations`` blocks of ``deals_per_round``): its own block, never reused by another
+    round, below ReST's."""
+    count = deals_per_round * iterations
+    what = f"{count} deals a round ({iterations} iterations x {deals_per_round})" if iterations > 1 else "deals"
+    start = GRPO_OFFSET + (round_number - 1) * count
+    block = seeds.train_block(start, count, "selfplay.deals_per_round")
+    require(block.stop - seeds.train_start <= REST_OFFSET, "selfplay.deals_per_round", deals_per_round,
+            f"round {round_number}'s {what} would reach the ReST block at {REST_OFFSET}; play fewer deals per round")
+    return block
 
 
 def rest_seeds(seeds: SeedsConfig, seeds_per_round: int, round_number: int) -> range:

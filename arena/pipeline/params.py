@@ -190,7 +190,8 @@ def _check_plan(configs: Mapping[str, Any]) -> None:
             f"shard {last} of {shards.games_per_shard} games needs training seeds up to {stop} but "
             f"seeds.train_end = {seeds.train_end}; use fewer or smaller shards, or raise seeds.train_end")
     last_round = max(n for n, _ in configs["rounds"].values())
-    grpo_seeds(seeds, configs["selfplay"].deals_per_round, last_round)
+    selfplay = configs["selfplay"]
+    grpo_seeds(seeds, selfplay.deals_per_round, last_round, selfplay.iterations_per_round)
     lsp = configs["lsp"]
     lsp_seeds(seeds, lsp.proposals, last_round)
     try:

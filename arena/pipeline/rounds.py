@@ -126,10 +126,11 @@ def _train(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
                         config, paths.trained(n))
         return
     if launch is not None:
-        launch_train_round(launch, paths.snapshot(prev), reference, paths.rollouts(n), n, params, paths.trained(n))
+        launch_train_round(launch, paths.snapshot(prev), reference, paths.rollouts(n), n, params, paths.trained(n),
+                           paths.pool(prev))
         return
     train_round(paths.snapshot(prev), reference, paths.rollouts(n), n, load_section(SelfPlayConfig, "selfplay", params),
-                config, paths.trained(n))
+                config, paths.trained(n), pool_file=paths.pool(prev), seeds=load_section(SeedsConfig, "seeds", params))
 
 
 def _memory(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:

@@ -81,6 +81,10 @@ class PlayerPool:
                 self._players[seat] = LoadFailure(seat.spec, str(error))
         return self._players[seat]
 
+    def add(self, seat: Seat, player: Player) -> None:
+        """Play ``seat`` with a player built elsewhere (a policy being trained, whose weights are not on disk)."""
+        self._players[seat] = player
+
     def player(self, seat: Seat) -> Player:
         """The seat's player, or the ArenaError its build raised."""
         got = self.get(seat)
@@ -125,6 +129,12 @@ def ray_address() -> str | None:
     return os.environ.get(ADDRESS_ENV, "").strip() or None
 
 
+def play_here(matches: Sequence[Match], pool: PlayerPool) -> list[list[dict[str, Any]] | LoadFailure]:
+    """Every match's records in schedule order, played in this process by ``pool``'s players."""
+    tasks = split(matches, 1)
+    return merge(matches, tasks, [play_task(pool, task) for task in tasks])
+
+
 def play_all(matches: Sequence[Match], pool: PlayerPool | None = None) -> list[list[dict[str, Any]] | LoadFailure]:
     """Every match's records in schedule order, or its load failure; on Ray when ``$ARENA_RAY_ADDRESS`` is set.
 
@@ -132,9 +142,7 @@ def play_all(matches: Sequence[Match], pool: PlayerPool | None = None) -> list[l
     """
     address = ray_address()
     if address is None:
-        tasks = split(matches, 1)
-        pool = pool or PlayerPool()
-        return merge(matches, tasks, [play_task(pool, task) for task in tasks])
+        return play_here(matches, pool or PlayerPool())
     from arena.play.rayexec import ray_workers
 
     workers = ray_workers(address)

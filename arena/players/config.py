@@ -30,15 +30,19 @@ class MLXPlayerConfig:
     without the switch ignore it. ``max_batch_tokens`` bounds each scoring pass (arena.players.scoring: padded
     prompt tokens, action continuations with their copy of the prompt's keys and values, and output-head rows
     weighted by the vocabulary's size); a player prints the memory it implies for its model when it loads.
+    ``memo_prompts`` > 0 keeps that many distinct prompts' scored policies (arena.players.memo), each scored in a
+    pass of its own: fast where a game has few distinct prompts, slower where nearly every prompt is new.
     """
 
     view: str = "compact"
     temperature: float = 1.0
     max_batch_tokens: int = 65536
     enable_thinking: bool = False
+    memo_prompts: int = 0
 
     def __post_init__(self) -> None:
         require_choice("player.view", self.view, VIEWS)
+        require(self.memo_prompts >= 0, "player.memo_prompts", self.memo_prompts, "must be >= 0 (0: no memo)")
         require(isinstance(self.enable_thinking, bool), "player.enable_thinking", self.enable_thinking,
                 "must be true or false")
         require(self.temperature >= 0.0, "player.temperature", self.temperature, "must be >= 0 (0 = greedy)")
@@ -54,11 +58,12 @@ class Sampling(Protocol):
     max_batch_tokens: int
 
 
-def sampling_config(section: Sampling) -> MLXPlayerConfig:
+def sampling_config(section: Sampling, memo_prompts: int = 0) -> MLXPlayerConfig:
     """The MLX player config a loaded params section gives: its ``view``, ``temperature``, ``enable_thinking`` and
-    ``max_batch_tokens``."""
+    ``max_batch_tokens`` (and a policy memo of ``memo_prompts`` entries, where the caller keeps the model fixed)."""
     return MLXPlayerConfig(view=section.view, temperature=section.temperature,
-                           max_batch_tokens=section.max_batch_tokens, enable_thinking=section.enable_thinking)
+                           max_batch_tokens=section.max_batch_tokens, enable_thinking=section.enable_thinking,
+                           memo_prompts=memo_prompts)
 
 
 @dataclass(frozen=True)

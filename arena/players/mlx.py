@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from arena.games.base import Observation
 from arena.players.base import Decision, Player
 from arena.players.config import MLXPlayerConfig
 from arena.players.kvcache import TurnCache, bound_buffer_cache, row_kv
+from arena.players.memo import PolicyMemo
 from arena.players.memory import budget_note, model_shape
 from arena.players.prompts import ChatPrompts, prompt_text
 from arena.players.scoring import (
@@ -88,6 +90,7 @@ class MLXPlayer(Player):
         # A game's previous prompt's keys and values, as many as one pass's worth of tokens.
         kv = self.shape.kv_token_bytes
         self.turns = TurnCache(self.config.max_batch_tokens * kv, kv, MIN_STEM)
+        self.memo = PolicyMemo(self.config.memo_prompts)
         self.prompts = ChatPrompts(self.tokenizer, self.config.view, self.config.enable_thinking)
 
     def _prompt_ids(self, observation: Observation) -> tuple[int, ...]:
@@ -114,7 +117,27 @@ class MLXPlayer(Player):
         """A new match: the keys and values kept for the last one's games are dropped."""
         self.turns.clear()
 
+    def weights_changed(self) -> None:
+        """The model's weights were updated in place: nothing scored under the old ones may be reused."""
+        self.turns.clear()
+        self.memo.clear()
+
     def _log_policy(self, observations: Sequence[Observation]) -> list[np.ndarray]:
+        """Per observation, the log-probability of each legal action (through the memo when the player has one)."""
+        if not self.memo:
+            return self._scored(observations)
+        out = []
+        for observation in observations:
+            key = PolicyMemo.key(self._prompt_ids(observation), observation.legal_actions)
+            logp = self.memo.get(key)
+            if logp is None:
+                # Alone and with no stored stem: an entry is the same whatever the prompt was first met with.
+                logp = self._scored([replace(observation, stream=0)])[0]
+                self.memo.put(key, logp)
+            out.append(logp)
+        return out
+
+    def _scored(self, observations: Sequence[Observation]) -> list[np.ndarray]:
         """Per observation, the log-probability of each legal action; a game's previous prompt is reused."""
         out: list[np.ndarray] = []
         temperature = self.config.temperature or 1.0

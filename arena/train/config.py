@@ -65,17 +65,22 @@ class SelfPlayConfig:
     ``mix`` lists more games played every round beside ``game`` (one model, several games: each entry
     ``{id, variant, deals}`` gets ``deals`` deals of its own, default ``deals_per_round``, the first of the
     round's seed block, and its own advantage groups).
+    ``iterations_per_round``: a round runs that many iterations of (``deals_per_round`` fresh deals against the
+    pool, then ``train.steps`` GRPO steps on them), each played by the policy as trained so far.
+    ``memo_prompts``: the rollout players' policy memo (arena.players.memo; 0: none).
     """
 
     game: str = "kuhn"
     variant: Mapping[str, Any] = field(default_factory=dict)
     mix: tuple[Mapping[str, Any], ...] = ()
     deals_per_round: int = 1024
+    iterations_per_round: int = 1
     group_size: int = 2
     view: str = "compact"
     temperature: float = 1.0
     enable_thinking: bool = False
     max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
+    memo_prompts: int = 0
 
     def __post_init__(self) -> None:
         check_game_id(self.game)
@@ -91,6 +96,10 @@ class SelfPlayConfig:
         require(len(set(labels)) == len(labels), "selfplay.mix", list(self.mix),
                 f"lists a game twice (games: {labels}); list each (game, variant) once")
         require(self.deals_per_round >= 1, "selfplay.deals_per_round", self.deals_per_round, "must be >= 1")
+        require(self.iterations_per_round >= 1, "selfplay.iterations_per_round", self.iterations_per_round,
+                "must be >= 1 (rollout-then-update iterations in one round stage)")
+        require(self.memo_prompts >= 0, "selfplay.memo_prompts", self.memo_prompts,
+                "must be >= 0 (distinct prompts whose scored policy a rollout player keeps; 0: no memo)")
         require(self.group_size >= 2 and self.group_size % 2 == 0, "selfplay.group_size", self.group_size,
                 "must be an even number >= 2 (each deal is played from both seats)")
         sampling_config(self)
@@ -109,12 +118,16 @@ class SelfPlayConfig:
 
     @property
     def games_per_round(self) -> int:
-        return sum(self.deals) * self.group_size
+        return sum(self.deals) * self.iterations_per_round * self.group_size
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """params.yaml ``train:`` section: the GRPO optimisation of one round."""
+    """params.yaml ``train:`` section: the GRPO optimisation of one round.
+
+    ``lookahead`` < 1 publishes the round's start weights moved that fraction of the way to its trained weights
+    (arena.train.fuse.lookahead), so the next round starts there.
+    """
 
     method: str = "full"
     lr: float = 1.0e-3
@@ -131,10 +144,13 @@ class TrainConfig:
     lora_layers: int = 4
     lora_scale: float = 20.0
     max_batch_tokens: int = 65536
+    lookahead: float = 1.0
     seed: int = 0
 
     def __post_init__(self) -> None:
         require_choice("train.method", self.method, METHODS)
+        require(0 < self.lookahead <= 1 and (self.lookahead == 1 or self.method == "full"), "train.lookahead",
+                self.lookahead, "must be in (0, 1] (1: the round's trained weights as they are); < 1 needs method full")
         require_choice("train.lr_decay", self.lr_decay, LR_DECAYS)
         require_choice("train.reference", self.reference, REFERENCES)
         require(self.lr > 0 and math.isfinite(self.lr), "train.lr", self.lr, "must be a positive float")

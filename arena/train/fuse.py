@@ -42,6 +42,20 @@ def save_fused(model: Any, out_file: str | Path) -> None:
     mx.save_safetensors(str(out_file), dict(sorted(tree_flatten(model.parameters()))), metadata={"format": "mlx"})
 
 
+def lookahead(model: Any, start: Any, alpha: float) -> None:
+    """Move ``model``'s weights back to ``start + alpha * (weights - start)`` (Lookahead's slow-weight step; 1: none).
+
+    In a game, the gradient field rotates around an equilibrium, so the fast weights of many steps overshoot and
+    the last iterate cycles; a slow step a fraction ``alpha`` of the way damps the rotation (Lookahead-minimax).
+    """
+    import mlx.core as mx
+    from mlx.utils import tree_map
+
+    if alpha != 1.0:
+        model.update(tree_map(lambda s, f: s + alpha * (f - s), start, model.parameters()))
+        mx.eval(model.parameters())
+
+
 def _fuse_lora(previous: Path, adapter: Path, out: Path) -> None:
     import mlx_lm
     from mlx_lm.tuner.utils import linear_to_lora_layers

@@ -60,7 +60,7 @@ def load_pool(path: str | Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def sample_opponents(pool: dict[str, Any], count: int, seed: int) -> list[str]:
+def sample_opponents(pool: dict[str, Any], count: int, seed: int | list[int]) -> list[str]:
     """One opponent spec per deal, drawn by the pool's sampling rule with its own RNG."""
     config = PoolConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in pool["config"].items()})
     members = [m["spec"] for m in pool["members"]]

@@ -57,7 +57,8 @@ def launch_command(args: Sequence[str], job: Mapping[str, Any]) -> list[str]:
 
 
 def launch_train_round(args: Sequence[str], snapshot: str | Path, reference: str | Path, shard: str | Path,
-                       round_number: int, params: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
+                       round_number: int, params: Mapping[str, Any], out_dir: str | Path,
+                       pool_file: str | Path | None = None) -> dict[str, Any]:
     """``train_round`` on the ranks mlx.launch starts with ``args``; rank 0 writes ``out_dir``. Returns its summary.
 
     The job carries this process's producing code, so meta.json names the stage script whichever process writes it.
@@ -65,7 +66,8 @@ def launch_train_round(args: Sequence[str], snapshot: str | Path, reference: str
     from arena.core.code import producing_code
 
     job = {"code": producing_code(), "snapshot": str(snapshot), "reference": str(reference), "shard": str(shard),
-           "round": round_number, "params": dict(params), "out": str(out_dir)}
+           "round": round_number, "params": dict(params), "out": str(out_dir),
+           "pool": None if pool_file is None else str(pool_file)}
     command = launch_command(args, job)
     print(f"[arena] train r{round_number}: data-parallel, mlx.launch {shlex.join(args)}", file=sys.stderr, flush=True)
     done = subprocess.run(command, check=False)
@@ -79,6 +81,7 @@ def launch_train_round(args: Sequence[str], snapshot: str | Path, reference: str
 def run_job(job: Mapping[str, Any]) -> dict[str, Any]:
     """One rank's part of a launched job: the same ``train_round`` as one process, in this rank's world."""
     from arena.core.config import load_section
+    from arena.core.seeds import SeedsConfig
     from arena.train.config import SelfPlayConfig, TrainConfig
     from arena.train.grpo.dataparallel import init_world
     from arena.train.grpo.step import train_round
@@ -87,7 +90,8 @@ def run_job(job: Mapping[str, Any]) -> dict[str, Any]:
     params = job["params"]
     return train_round(job["snapshot"], job["reference"], job["shard"], job["round"],
                        load_section(SelfPlayConfig, "selfplay", params), load_section(TrainConfig, "train", params),
-                       job["out"], progress=world.is_writer, world=world, code=job["code"])
+                       job["out"], progress=world.is_writer, pool_file=job["pool"],
+                       seeds=load_section(SeedsConfig, "seeds", params), world=world, code=job["code"])
 
 
 def main(argv: Sequence[str]) -> None:

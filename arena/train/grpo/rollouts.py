@@ -10,18 +10,21 @@ from arena.core.config import as_dict
 from arena.core.hashing import digest_path
 from arena.core.pins import write_meta
 from arena.core.seeds import SeedsConfig, grpo_seeds
-from arena.play.distributed import Match, Seat, play_matches
+from arena.play.distributed import Match, PlayerPool, Seat, play_here, play_matches
 from arena.play.match import Slot
 from arena.play.records import SHARD_FILE, write_shard
 from arena.players.build import PlayerConfigs
 from arena.players.config import sampling_config
+from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig
 from arena.train.pool import load_pool, sample_opponents
 
 
-def round_seeds(seeds: SeedsConfig, config: SelfPlayConfig, round_number: int) -> range:
-    """Round r's deal seeds (the seed plan's GRPO block)."""
-    return grpo_seeds(seeds, config.deals_per_round, round_number)
+def round_seeds(seeds: SeedsConfig, config: SelfPlayConfig, round_number: int, iteration: int = 0) -> range:
+    """Iteration ``iteration``'s deal seeds in round r: its slice of the round's GRPO block (every iteration of the
+    round has ``deals_per_round`` fresh deals)."""
+    block = grpo_seeds(seeds, config.deals_per_round, round_number, config.iterations_per_round)
+    return block[iteration * config.deals_per_round:(iteration + 1) * config.deals_per_round]
 
 
 def selfplay_schedule(deals: range, group_size: int) -> list[Slot]:
@@ -30,9 +33,13 @@ def selfplay_schedule(deals: range, group_size: int) -> list[Slot]:
 
 
 def _matches(learner: Seat, pool: dict[str, Any], game: str, variant: Any, deals: range, group_size: int,
-             round_number: int) -> list[Match]:
-    """One game's matches: per pool opponent (sorted), its deals ``group_size`` times each."""
-    opponents = sample_opponents(pool, len(deals), seed=round_number)
+             draw: int | list[int]) -> list[Match]:
+    """One game's matches: per pool opponent (sorted), its deals ``group_size`` times each.
+
+    The pool member that is the learner's own snapshot is the learner's seat (self-play), so within a round's later
+    iterations (``arena.train.grpo.step``) the opponent is the live policy, as it is at the start.
+    """
+    opponents = sample_opponents(pool, len(deals), seed=draw)
     return [Match(game, (learner, learner if spec == learner.spec else Seat(spec, learner.configs)),
                   tuple(selfplay_schedule([d for d, s in zip(deals, opponents, strict=True) if s == spec], group_size)),
                   variant)
@@ -47,22 +54,49 @@ def _ordered(matches: list[Match], played: list[list[dict[str, Any]]]) -> list[d
     return [records[key] for key in sorted(records)]
 
 
-def play_round(snapshot: str | Path, pool_file: str | Path, config: SelfPlayConfig, seeds: SeedsConfig,
-               round_number: int, out_dir: str | Path) -> int:
-    """Rollouts@r: the snapshot plays each deal of each game against an opponent drawn from the pool.
+def _iteration_matches(learner: Seat, pool: dict[str, Any], config: SelfPlayConfig, seeds: SeedsConfig,
+                       round_number: int, iteration: int) -> list[list[Match]]:
+    """Per game of the round, its matches on the iteration's deals (a mixed game on the first ``deals`` of them)."""
+    deals = round_seeds(seeds, config, round_number, iteration)
+    # Iteration 0 draws its opponents as a round always has; later ones from their own stream.
+    draw = round_number if iteration == 0 else [round_number, iteration]
+    return [_matches(learner, pool, game, variant, deals[:count], config.group_size, draw)
+            for (game, variant), count in zip(config.games, config.deals, strict=True)]
 
-    Every game of the round is played in one ``play_matches`` call, so its tasks spread over all workers.
-    """
-    learner = Seat(f"mlx:{Path(snapshot).as_posix()}", PlayerConfigs(mlx=sampling_config(config)))
-    pool = load_pool(pool_file)
-    deals = round_seeds(seeds, config, round_number)
-    per_game = [_matches(learner, pool, game, variant, deals[:count], config.group_size, round_number)
-                for (game, variant), count in zip(config.games, config.deals, strict=True)]
-    played = play_matches([match for matches in per_game for match in matches])
+
+def _records(per_game: list[list[Match]], played: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Every game's records, game by game, each ordered by (seed, salt, seat)."""
     ordered, offset = [], 0
     for matches in per_game:
         ordered += _ordered(matches, played[offset : offset + len(matches)])
         offset += len(matches)
+    return ordered
+
+
+def play_iteration(learner: MLXPlayer, pool: dict[str, Any], config: SelfPlayConfig, seeds: SeedsConfig,
+                   round_number: int, iteration: int, players: PlayerPool) -> list[dict[str, Any]]:
+    """A later iteration's rollouts, in this process: the live ``learner`` (weights not on disk) plays every game
+    of the round on the iteration's deals; ``players`` keeps the frozen pool members loaded across iterations."""
+    seat = Seat(learner.spec, PlayerConfigs(mlx=learner.config))
+    players.add(seat, learner)
+    per_game = _iteration_matches(seat, pool, config, seeds, round_number, iteration)
+    played = play_here([match for matches in per_game for match in matches], players)
+    return _records(per_game, played)
+
+
+def play_round(snapshot: str | Path, pool_file: str | Path, config: SelfPlayConfig, seeds: SeedsConfig,
+               round_number: int, out_dir: str | Path) -> int:
+    """Rollouts@r: the snapshot plays each deal of each game against an opponent drawn from the pool (the round's
+    first iteration; the training step plays the others with the policy it trains).
+
+    Every game of the round is played in one ``play_matches`` call, so its tasks spread over all workers.
+    """
+    learner = Seat(f"mlx:{Path(snapshot).as_posix()}",
+                   PlayerConfigs(mlx=sampling_config(config, config.memo_prompts)))
+    pool = load_pool(pool_file)
+    deals = round_seeds(seeds, config, round_number)
+    per_game = _iteration_matches(learner, pool, config, seeds, round_number, 0)
+    ordered = _records(per_game, play_matches([match for matches in per_game for match in matches]))
     with atomic_dir(out_dir) as tmp:
         count = write_shard(tmp / SHARD_FILE, ordered)
         write_meta(tmp, inputs={"snapshot": digest_path(snapshot), "pool": digest_path(pool_file)},

@@ -1,4 +1,4 @@
-"""train@rN of a GRPO round: the learner's decisions with group advantages, the GRPO step, and the training round."""
+"""train@rN of a GRPO round: the learner's decisions with group advantages, their GRPO steps, and the training round."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 import math
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +18,18 @@ from arena.core.artifacts import atomic_dir, dump_json
 from arena.core.config import as_dict
 from arena.core.hashing import canonical_json, digest_path
 from arena.core.pins import write_meta
+from arena.core.seeds import SeedsConfig
 from arena.games.base import Observation
+from arena.play.distributed import PlayerPool
 from arena.play.records import read_shard
 from arena.players.config import sampling_config
+from arena.players.memo import PolicyMemo
 from arena.players.memory import budget_note
 from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig, TrainConfig
-from arena.train.fuse import save_fused
-from arena.train.grpo.dataparallel import World, micro_batch_rounds
+from arena.train.fuse import lookahead, save_fused
+from arena.train.grpo.dataparallel import World
+from arena.train.grpo.update import GRPOUpdate, chosen_logp, distinct_rows
 from arena.train.lora import adapter_config, attach_lora, check_trainable
 
 # ----------------------------------------------------------------------------------------------- training data
@@ -93,188 +97,96 @@ def learner_decisions(records: Sequence[Mapping[str, Any]], learner_spec: str, c
 # ----------------------------------------------------------------------------------------------- training
 
 
-def _learning_rate(config: TrainConfig, global_step: int) -> float:
+def _learning_rate(config: TrainConfig, global_step: int, steps_per_round: int) -> float:
     if config.lr_decay == "inverse_sqrt":
         # Decay over the whole multi-round run (global steps), as the tabular study's best recipe does.
-        return config.lr / math.sqrt(1.0 + global_step / config.steps)
+        return config.lr / math.sqrt(1.0 + global_step / steps_per_round)
     return config.lr
 
 
-def _chosen_logp(model, batch, chosen: np.ndarray, temperature: float):
-    """Differentiable log-probability of each chosen action under the masked, tempered softmax."""
-    import mlx.core as mx
-
-    from arena.players.scoring import action_loglik, masked_log_softmax
-
-    logp = masked_log_softmax(action_loglik(model, batch), batch.action_offsets, temperature)
-    return logp[mx.array(np.asarray(batch.action_offsets[:-1]) + chosen)]
-
-
-class GRPOUpdate:
-    """One GRPO optimisation step of a player's model on some of its decisions (Adam with bias correction).
-
-    The decisions are scored in micro-batches of at most ``train.max_batch_tokens`` tokens; their gradients are
-    accumulated, each weighted by its share of the decisions, so the step equals one over the whole batch.
-    With a ``world`` of several ranks each rank computes its share of the micro-batches and every rank adds
-    all of them in micro-batch order (``dataparallel.py``), so the step's bytes do not depend on the world.
-    ``train_round`` runs these; ``bench/training.py`` times the same object against mlx-lm's own trainer.
-    """
-
-    def __init__(self, policy: MLXPlayer, config: TrainConfig, temperature: float, world: World | None = None) -> None:
-        import mlx.core as mx
-        import mlx.nn as nn
-        import mlx.optimizers as optim
-
-        from arena.train.grpo.loss import grpo_loss
-
-        self.policy = policy
-        self.world = world or World()
-        self.max_tokens = config.max_batch_tokens
-        self.optimizer = optim.Adam(learning_rate=config.lr, bias_correction=True)
-
-        def loss_fn(model, batch, chosen, old, reference_logp, advantages):
-            new = _chosen_logp(model, batch, chosen, temperature)
-            return grpo_loss(new, old, reference_logp, advantages, mx.ones(new.shape),
-                             clip_eps=config.clip_eps, beta=config.beta)
-
-        self._value_and_grad = nn.value_and_grad(policy.model, loss_fn)
-
-    def _part(self, start: int, end: int, batch, total: int, chosen: np.ndarray, logp_old: np.ndarray,
-              logp_ref: np.ndarray, advantages: np.ndarray) -> tuple[Any, dict[str, Any], Any]:
-        """One micro-batch's loss, metrics and gradients, weighted by its share of the step's decisions."""
-        import mlx.core as mx
-        from mlx.utils import tree_map
-
-        part = slice(start, end)
-        (loss, metrics), grads = self._value_and_grad(
-            self.policy.model, batch, chosen[part], mx.array(logp_old[part], dtype=mx.float32),
-            mx.array(logp_ref[part], dtype=mx.float32), mx.array(advantages[part], dtype=mx.float32))
-        if end - start != total:  # micro-batch means, weighted by their share of the decisions
-            share = (end - start) / total
-            loss, metrics = loss * share, {k: v * share for k, v in metrics.items()}
-            grads = tree_map(lambda g, s=share: g * s, grads)
-        return loss, metrics, grads
-
-    def __call__(self, observations: Sequence[Observation], chosen: np.ndarray, logp_old: np.ndarray,
-                 logp_ref: np.ndarray, advantages: np.ndarray, learning_rate: float) -> dict[str, Any]:
-        """Update the model once; returns the loss, metrics, learning rate and tokens run through the model
-        (every rank's micro-batches)."""
-        import mlx.core as mx
-
-        total, tokens, rank = len(observations), 0, self.world.rank
-        accumulated = _Sum(self.policy.model)
-        passes = self.policy.scoring_passes(observations, self.max_tokens, "train.max_batch_tokens")
-        for chunk in micro_batch_rounds(passes, self.world.size):
-            mine = None
-            if rank < len(chunk):
-                mine = accumulated.flat(self._part(*chunk[rank], total, chosen, logp_old, logp_ref, advantages))
-                mx.eval(mine)
-            for flat in self.world.gathered(mine, accumulated.template, len(chunk)):
-                accumulated.add(flat)
-            tokens += sum(batch.tokens for _, _, batch in chunk)
-        loss, metrics, grads = accumulated.value
-        self.optimizer.learning_rate = learning_rate
-        self.optimizer.update(self.policy.model, grads)
-        mx.eval(self.policy.model.parameters(), self.optimizer.state, loss, metrics)
-        return {"loss": loss.item(), "kl": metrics["kl"].item(), "clip_fraction": metrics["clip_fraction"].item(),
-                "lr": float(self.optimizer.learning_rate.item()), "tokens": tokens}
-
-
-class _Sum:
-    """The step's running sum of micro-batch (loss, metrics, gradients), added one micro-batch at a time, in order.
-
-    Parts travel between ranks as flat lists of arrays: the loss, the metrics in ``METRICS`` order, then the
-    gradient leaves in the trainable parameters' order (the template a rank without a micro-batch sends zeros of).
-    """
-
-    METRICS = ("clip_fraction", "kl", "mean_ratio")  # grpo_loss's metrics (loss.py, _loss_metrics)
-
-    def __init__(self, model) -> None:
-        import mlx.core as mx
-        from mlx.utils import tree_flatten
-
-        self._structure = model.trainable_parameters()
-        scalar = mx.zeros((), mx.float32)  # grpo_loss is float32: the scores are cast before the softmax
-        leaves = tree_flatten(self._structure)
-        self._names = [name for name, _ in leaves]
-        self.template = [scalar] * (1 + len(self.METRICS)) + [value for _, value in leaves]
-        self.value: tuple[Any, dict[str, Any], Any] | None = None
-
-    def flat(self, part: tuple[Any, dict[str, Any], Any]) -> list[Any]:
-        from mlx.utils import tree_flatten
-
-        loss, metrics, grads = part
-        by_name = dict(tree_flatten(grads))
-        return [loss, *(metrics[k] for k in self.METRICS), *(by_name[name] for name in self._names)]
-
-    def _unflat(self, flat: list[Any]) -> tuple[Any, dict[str, Any], Any]:
-        from mlx.utils import tree_map
-
-        leaves = iter(flat[1 + len(self.METRICS):])
-        metrics = dict(zip(self.METRICS, flat[1:1 + len(self.METRICS)], strict=True))
-        return flat[0], metrics, tree_map(lambda _: next(leaves), self._structure)
-
-    def add(self, flat: list[Any]) -> None:
-        """Add one micro-batch's part (the first one is taken as it is, as the single-process sum always did)."""
-        import mlx.core as mx
-        from mlx.utils import tree_map
-
-        loss, metrics, grads = self._unflat(flat)
-        if self.value is not None:
-            old_loss, old_metrics, old_grads = self.value
-            loss, grads = old_loss + loss, tree_map(lambda a, b: a + b, old_grads, grads)
-            metrics = {k: old_metrics[k] + v for k, v in metrics.items()}
-        self.value = (loss, metrics, grads)
-        mx.eval(grads, loss, metrics)
-
-
 def _reference_logp(ref: MLXPlayer, data: Decisions, keep: np.ndarray, temperature: float) -> np.ndarray:
-    """The reference's log-probability of each kept decision's choice (0 for the others), in scoring passes."""
+    """The reference's log-probability of each kept decision's choice (0 for the others), each distinct (prompt,
+    legal actions, choice) scored once, in scoring passes."""
+    prompt = ref.prompts.prompt_ids
+    keys = [(PolicyMemo.key(prompt(data.observations[i]), data.observations[i].legal_actions), int(data.chosen[i]))
+            for i in keep]
+    first, _ = distinct_rows(keys)
+    row_of = {keys[j]: r for r, j in enumerate(first)}
+    distinct = np.zeros(len(first))
+    for start, end, batch in ref.scoring_passes([data.observations[keep[j]] for j in first]):
+        part = keep[first[start:end]]
+        distinct[start:end] = np.array(chosen_logp(ref.model, batch, data.chosen[part], temperature))
     logp_ref = np.zeros(len(data.chosen))
-    for start, end, batch in ref.scoring_passes([data.observations[i] for i in keep]):
-        part = keep[start:end]
-        logp_ref[part] = np.array(_chosen_logp(ref.model, batch, data.chosen[part], temperature))
+    logp_ref[keep] = distinct[[row_of[key] for key in keys]]
     return logp_ref
 
 
-def _log_row(step: int, result: Mapping[str, Any], data: Decisions, picked: np.ndarray,
+def _log_row(step: int, iteration: int, result: Mapping[str, Any], data: Decisions, picked: np.ndarray,
              elapsed: float) -> dict[str, Any]:
     """One train_log.jsonl row (its tokens_per_sec is moved to logs/ before the log is written)."""
     return {
-        "step": step, "loss": round(result["loss"], 6), "kl": round(result["kl"], 6),
+        "step": step, "iteration": iteration, "loss": round(result["loss"], 6), "kl": round(result["kl"], 6),
         "clip_fraction": round(result["clip_fraction"], 6),
         "mean_reward": round(float(data.rewards[picked].mean()), 6),
         "zero_adv_fraction": round(float(data.zero_group.mean()), 6),
-        "lr": round(result["lr"], 9),
+        "lr": round(result["lr"], 9), "rows": result["rows"],
         "tokens_per_sec": round(result["tokens"] / elapsed, 1),
     }
 
 
+@dataclass
+class _Steps:
+    """Where a round's steps stand: its number, iterations, the batch RNG and the progress bar."""
+
+    round_number: int
+    iterations: int
+    rng: np.random.Generator
+    bar: Any
+
+
 def _run_steps(update: GRPOUpdate, data: Decisions, keep: np.ndarray, logp_ref: np.ndarray, config: TrainConfig,
-               round_number: int, progress: bool) -> list[dict[str, Any]]:
-    """``config.steps`` GRPO steps, each on a random batch of the kept decisions; one log row per step."""
-    rng = np.random.default_rng([config.seed, round_number])
+               at: _Steps, iteration: int) -> list[dict[str, Any]]:
+    """One iteration's ``config.steps`` GRPO steps, each on a random batch of its kept decisions; a row a step."""
     log = []
-    bar = tqdm(range(config.steps), desc=f"train r{round_number}", unit="step", file=sys.stderr,
-               disable=None if progress else True, leave=False)
-    for step in bar:
+    for local in range(config.steps):
+        step = iteration * config.steps + local
         start = time.perf_counter()
+        at.bar.update(1)
         if len(keep) == 0:
-            log.append({"step": step, "skipped": "every group had equal rewards"})
+            log.append({"step": step, "iteration": iteration, "skipped": "every group had equal rewards"})
             continue
-        picked = np.sort(rng.choice(keep, size=min(config.batch_size, len(keep)), replace=False))
+        picked = np.sort(at.rng.choice(keep, size=min(config.batch_size, len(keep)), replace=False))
+        global_step = (at.round_number - 1) * at.iterations * config.steps + step
         result = update([data.observations[i] for i in picked], data.chosen[picked], data.logp_old[picked],
                         logp_ref[picked], data.advantages[picked],
-                        _learning_rate(config, (round_number - 1) * config.steps + step))
-        log.append(_log_row(step, result, data, picked, time.perf_counter() - start))
+                        _learning_rate(config, global_step, at.iterations * config.steps))
+        log.append(_log_row(step, iteration, result, data, picked, time.perf_counter() - start))
     return log
 
 
+def _fresh_rollouts(policy: MLXPlayer, pool_file: str | Path, selfplay: SelfPlayConfig, seeds: SeedsConfig,
+                    round_number: int, config: TrainConfig) -> Callable[[int], Decisions]:
+    """Iteration i's decisions: the policy as trained so far plays the iteration's deals against the pool."""
+    from arena.train.grpo.rollouts import play_iteration
+    from arena.train.pool import load_pool
+
+    pool: dict[str, Any] = load_pool(pool_file)
+    players = PlayerPool()  # frozen pool members, loaded once a round (their memos stay valid)
+
+    def fresh(iteration: int) -> Decisions:
+        records = play_iteration(policy, pool, selfplay, seeds, round_number, iteration, players)
+        return learner_decisions(records, policy.spec, config)
+
+    return fresh
+
+
 def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, round_number: int,
-                selfplay: SelfPlayConfig, config: TrainConfig, out_dir: str | Path,
-                progress: bool = True, world: World | None = None,
+                selfplay: SelfPlayConfig, config: TrainConfig, out_dir: str | Path, progress: bool = True,
+                pool_file: str | Path | None = None, seeds: SeedsConfig | None = None, world: World | None = None,
                 code: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Train@r: GRPO steps on the round's rollouts; write the trained weights (or LoRA adapter) and a log.
+    """Train@r: GRPO steps on the round's rollouts (the first iteration), then ``selfplay.iterations_per_round - 1``
+    more iterations of fresh rollouts against ``pool_file``'s pool and steps; write the weights (or LoRA adapter)
+    and a log.
 
     With a ``world`` of several ranks (``launch.py``) every rank runs this and only rank 0 writes; ``code`` is
     what meta.json records as the producing code (default: this process's; a launched rank gets the stage's).
@@ -282,28 +194,42 @@ def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, 
     import mlx.core as mx
 
     mx.random.seed(config.seed + round_number)
-    player_config = sampling_config(selfplay)
     check_trainable(snapshot, config)
-    policy = MLXPlayer(snapshot, player_config)
-    ref = MLXPlayer(reference, player_config)
+    policy = MLXPlayer(snapshot, sampling_config(selfplay, selfplay.memo_prompts))
+    ref = MLXPlayer(reference, sampling_config(selfplay))
     data = learner_decisions(read_shard(shard), policy.spec, config)
-    return optimise(policy, ref, data, snapshot, config, selfplay.temperature, round_number, out_dir, {
-        "snapshot": digest_path(snapshot), "reference": digest_path(reference), "rollouts": digest_path(shard),
-    }, progress, world, code)
+    inputs = {"snapshot": digest_path(snapshot), "reference": digest_path(reference), "rollouts": digest_path(shard)}
+    more, extra = None, {}
+    if selfplay.iterations_per_round > 1:
+        if pool_file is None or seeds is None:
+            raise ValueError("selfplay.iterations_per_round > 1 needs the round's pool and seed plan")
+        more = _fresh_rollouts(policy, pool_file, selfplay, seeds, round_number, config)
+        inputs["pool"] = digest_path(pool_file)
+        extra = {"selfplay": as_dict(selfplay), "seeds": as_dict(seeds)}
+    return optimise(policy, ref, data, snapshot, config, selfplay.temperature, round_number, out_dir, inputs,
+                    progress, Iterations(selfplay.iterations_per_round, more, extra), world, code)
+
+
+@dataclass(frozen=True)
+class Iterations:
+    """A round's later iterations: how many in all, each one's fresh decisions, and what the meta must add."""
+
+    count: int = 1
+    fresh: Callable[[int], Decisions] | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
 
 
 def optimise(policy: MLXPlayer, ref: MLXPlayer, data: Decisions, snapshot: str | Path, config: TrainConfig,
              temperature: float, round_number: int, out_dir: str | Path, inputs: dict[str, str],
-             progress: bool = True, world: World | None = None,
+             progress: bool = True, iterations: Iterations | None = None, world: World | None = None,
              code: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``config.steps`` GRPO steps of ``policy`` on ``data`` (KL to ``ref``); write the weights and the log.
+    """``config.steps`` GRPO steps of ``policy`` on ``data`` (KL to ``ref``), then as many on each later
+    iteration's fresh decisions; write the weights and the log.
 
     Any loop whose decisions carry advantages trains through here (self-play GRPO, LSP's two roles). Every rank
     of ``world`` computes the same steps (each its share of the micro-batches); only rank 0 writes.
     """
-    world = world or World()
-    keep = np.flatnonzero(~data.zero_group) if config.drop_zero_groups else np.arange(len(data.chosen))
-    logp_ref = _reference_logp(ref, data, keep, temperature)
+    iterations, world = iterations or Iterations(), world or World()
     if config.method == "lora":
         attach_lora(policy.model, config, snapshot)
     if world.is_writer:
@@ -311,12 +237,23 @@ def optimise(policy: MLXPlayer, ref: MLXPlayer, data: Decisions, snapshot: str |
               f"{budget_note(policy.shape, config.max_batch_tokens, 'train.max_batch_tokens', training=True)}",
               file=sys.stderr)
     update = GRPOUpdate(policy, config, temperature, world)
-    log = _run_steps(update, data, keep, logp_ref, config, round_number, progress and world.is_writer)
+    start = policy.model.parameters()  # the update replaces arrays, never mutates them: this stays the start
+    bar = tqdm(total=config.steps * iterations.count, desc=f"train r{round_number}", unit="step", file=sys.stderr,
+               disable=None if progress and world.is_writer else True, leave=False)
+    at = _Steps(round_number, iterations.count, np.random.default_rng([config.seed, round_number]), bar)
+    log: list[dict[str, Any]] = []
+    for iteration in range(iterations.count):
+        if iteration:
+            data = iterations.fresh(iteration)
+        keep = np.flatnonzero(~data.zero_group) if config.drop_zero_groups else np.arange(len(data.chosen))
+        log += _run_steps(update, data, keep, _reference_logp(ref, data, keep, temperature), config, at, iteration)
+    bar.close()
+    lookahead(policy.model, start, config.lookahead)
     timing = [{"step": row["step"], "tokens_per_sec": row.pop("tokens_per_sec")} for row in log if "loss" in row]
     if not world.is_writer:
         return _summary(config, log, round_number)
     _write_timing(round_number, timing)
-    return _save_round(policy, config, out_dir, log, inputs, round_number, snapshot, code)
+    return _save_round(policy, config, out_dir, log, inputs, round_number, snapshot, iterations.config, code)
 
 
 def _write_timing(round_number: int, timing: list[dict[str, float]]) -> None:
@@ -340,7 +277,7 @@ def _summary(config: TrainConfig, log: list[dict[str, Any]], round_number: int) 
 
 def _save_round(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log: list[dict[str, Any]],
                 inputs: dict[str, str], round_number: int, snapshot: str | Path,
-                code: Mapping[str, str] | None) -> dict[str, Any]:
+                extra: Mapping[str, Any], code: Mapping[str, str] | None) -> dict[str, Any]:
     import mlx.core as mx
     from mlx.utils import tree_flatten
 
@@ -354,5 +291,5 @@ def _save_round(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log
             save_fused(policy.model, tmp / "weights.safetensors")
         (tmp / "train_log.jsonl").write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in log))
         (tmp / "summary.json").write_text(dump_json(summary))
-        write_meta(tmp, inputs=inputs, config=as_dict(config), code=code)
+        write_meta(tmp, inputs=inputs, config={**as_dict(config), **extra}, code=code)
     return summary
