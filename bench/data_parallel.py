@@ -79,7 +79,7 @@ def run_case(model_dir: Path, decisions: Path, size: dict[str, Any]) -> dict[str
             "micro_batches_last_step": passes, "digest": _weights_digest(update.policy.model)}
 
 
-def _free_port_pair() -> int:
+def free_port_pair() -> int:
     """A port p with p and p + 1 free on 127.0.0.1 (the ring listens on one port per rank)."""
     for _ in range(50):
         with socket.socket() as a, socket.socket() as b:
@@ -99,7 +99,7 @@ def _side(processes: int, model_dir: Path, decisions: Path, quick: bool, out: Pa
     if processes > 1:
         launcher = Path(sys.executable).parent / "mlx.launch"
         case = [str(launcher), "--backend", "ring", "-n", str(processes), "--starting-port",
-                str(_free_port_pair()), "--", *case]
+                str(free_port_pair()), "--", *case]
     subprocess.run(case, cwd=out.parent, check=True)
     return json.loads(out.read_text())["step_s"]
 

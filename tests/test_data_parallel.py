@@ -1,9 +1,14 @@
 """Data-parallel GRPO: the micro-batch split, the launch settings, 1 process vs 2 (mlx.launch, ring) byte for byte."""
 
 import json
-import socket
+import sys
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # not a package: scripts import each other
+
+# isort: split
 import pytest
+from data_parallel import free_port_pair
 
 from arena.core.errors import ArenaError
 from arena.train.grpo.dataparallel import World, micro_batch_rounds, owned_micro_batches
@@ -66,21 +71,6 @@ def test_the_launch_variable_is_refused_for_loops_it_does_not_run(monkeypatch):
 # ----------------------------------------------------------------------------------------------- two processes
 
 
-def _free_port_pair() -> int:
-    """A port p with p and p + 1 free: mlx.launch's ring listens on one port per rank from --starting-port."""
-    for _ in range(50):
-        with socket.socket() as a:
-            a.bind(("127.0.0.1", 0))
-            port = a.getsockname()[1]
-            with socket.socket() as b:
-                try:
-                    b.bind(("127.0.0.1", port + 1))
-                except OSError:
-                    continue
-        return port
-    raise RuntimeError("no two adjacent free ports on 127.0.0.1")
-
-
 @pytest.fixture(scope="module")
 def rollouts(tmp_path_factory):
     """A tiny model's snapshot 0 and one round of Kuhn self-play rollouts from it."""
@@ -136,7 +126,7 @@ def test_two_processes_train_the_same_bytes_as_one(rollouts, tmp_path, method, m
     args = (rollouts / "snap0", rollouts / "base", rollouts / "roll1", 1)
     one = train_round(*args, SelfPlayConfig(**params["selfplay"]), TrainConfig(**params["train"]), tmp_path / "one",
                       progress=False)
-    two = launch_train_round(["--backend", "ring", "-n", "2", "--starting-port", str(_free_port_pair())], *args,
+    two = launch_train_round(["--backend", "ring", "-n", "2", "--starting-port", str(free_port_pair())], *args,
                              params, tmp_path / "two")
     assert two == one
     assert digest_dir(tmp_path / "two") == digest_dir(tmp_path / "one")
