@@ -87,7 +87,7 @@ def rollouts(tmp_path_factory):
     copy_snapshot(root / "base", root / "snap0")
     build_pool(None, root / "snap0", PoolConfig(), "kuhn", root / "pool0")
     play_round(root / "snap0", root / "pool0", SelfPlayConfig(deals_per_round=24, group_size=2), SeedsConfig(), 1,
-               root / "roll1", progress=False)
+               root / "roll1")
     return root
 
 
