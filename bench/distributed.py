@@ -47,8 +47,8 @@ def _round_trip(workers: Any, calls: int) -> float:
 
     task = Task(0, 0, "kuhn", (Seat("random"), Seat("first")), ())
     start = time.perf_counter()
-    for index in range(calls):
-        workers.ray.get(workers.actors[0].play.remote(index, task))
+    for _ in range(calls):
+        workers.ray.get(workers.actors[0].play.remote(task))
     return (time.perf_counter() - start) / calls
 
 
@@ -78,7 +78,7 @@ def _load_time(workers: Any, model: Path) -> float:
 
     task = Task(0, 0, "kuhn", (Seat(f"mlx:{model.as_posix()}"), Seat("random")), ())
     start = time.perf_counter()
-    workers.ray.get([actor.play.remote(0, task) for actor in workers.actors])
+    workers.ray.get([actor.play.remote(task) for actor in workers.actors])
     return time.perf_counter() - start
 
 
@@ -100,7 +100,7 @@ def measure(deals: int, reps: int) -> dict[str, Any]:
         pool = PlayerPool()
         warm = split(_matches(model, 32), 1)[0]  # one cohort: first-call allocations, everywhere alike
         play_task(pool, warm)
-        ray.get([actor.play.remote(0, warm) for actor in one.actors + two.actors])
+        ray.get([actor.play.remote(warm) for actor in one.actors + two.actors])
         results: dict[str, Any] = {}
 
         def run(name: str, workers: Any, n: int):

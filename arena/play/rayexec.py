@@ -21,11 +21,8 @@ from arena.core.pins import versions
 from arena.play.distributed import ADDRESS_ENV, LoadFailure, PlayerPool, Task, play_task
 
 WORKERS_ENV = "ARENA_RAY_WORKERS"
-# Test hook: "INDEX:MARKER" makes the worker running task INDEX exit hard on its first attempt (it writes
-# MARKER first), so a test can check that the task is retried and the artifact comes out the same.
-KILL_ENV = "ARENA_RAY_TEST_KILL"
 # What the workers' results depend on besides the code: sent to every actor before it loads the BLAS.
-FORWARDED = ("OPENBLAS_NUM_THREADS", "ARENA_BLAS", "ARENA_BLAS_CORETYPE", KILL_ENV)
+FORWARDED = ("OPENBLAS_NUM_THREADS", "ARENA_BLAS", "ARENA_BLAS_CORETYPE")
 # A worker that dies is restarted and its task rerun this many times before the run fails.
 RETRIES = 3
 # A Ray instance this process starts: no usage reports, and workers at the stage's own priority (Ray nices
@@ -47,23 +44,13 @@ class MatchWorker:
     def environment(self) -> dict[str, str]:
         return versions()
 
-    def play(self, index: int, task: Task) -> list[dict[str, Any]] | LoadFailure:
-        _maybe_die(index)
+    def play(self, task: Task) -> list[dict[str, Any]] | LoadFailure:
         # A spec's relative model path means the driver's file: every node must see it at the same path.
         if not os.path.isdir(task.cwd):
             raise ArenaError(f"this Ray worker has no directory {task.cwd} (the driver's working directory): "
                              "every machine must see the repository at the same path, e.g. on a shared filesystem")
         os.chdir(task.cwd)
         return play_task(self.pool, task)
-
-
-def _maybe_die(index: int) -> None:
-    """The test hook of ``KILL_ENV``: exit without cleanup on the first attempt of the chosen task."""
-    chosen, _, marker = os.environ.get(KILL_ENV, "").partition(":")
-    if chosen == str(index) and marker and not os.path.exists(marker):
-        with open(marker, "w") as handle:
-            handle.write(f"{os.getpid()}\n")
-        os._exit(1)
 
 
 def _import_ray() -> Any:
@@ -150,9 +137,8 @@ class RayWorkers:
         from ray.exceptions import RayActorError
         from ray.util import ActorPool
 
-        jobs = list(enumerate(tasks))
         try:
-            return list(ActorPool(self.actors).map(lambda actor, job: actor.play.remote(*job), jobs))
+            return list(ActorPool(self.actors).map(lambda actor, task: actor.play.remote(task), tasks))
         except RayActorError as error:
             raise ArenaError(f"a Ray worker died {RETRIES + 1} times on one task, so the run stops with nothing "
                              f"written: {error}") from None
