@@ -55,13 +55,13 @@ def _ordered(matches: list[Match], played: list[list[dict[str, Any]]]) -> list[d
 
 
 def _iteration_matches(learner: Seat, pool: dict[str, Any], config: SelfPlayConfig, seeds: SeedsConfig,
-                       round_number: int, iteration: int) -> list[list[Match]]:
-    """Per game of the round, its matches on the iteration's deals (a mixed game on the first ``deals`` of them)."""
+                       round_number: int, iteration: int) -> tuple[range, list[list[Match]]]:
+    """The iteration's deals, and per game of the round its matches on them (a mixed game on the first ``deals``)."""
     deals = round_seeds(seeds, config, round_number, iteration)
     # Iteration 0 draws its opponents as a round always has; later ones from their own stream.
     draw = round_number if iteration == 0 else [round_number, iteration]
-    return [_matches(learner, pool, game, variant, deals[:count], config.group_size, draw)
-            for (game, variant), count in zip(config.games, config.deals, strict=True)]
+    return deals, [_matches(learner, pool, game, variant, deals[:count], config.group_size, draw)
+                   for (game, variant), count in zip(config.games, config.deals, strict=True)]
 
 
 def _records(per_game: list[list[Match]], played: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -79,7 +79,7 @@ def play_iteration(learner: MLXPlayer, pool: dict[str, Any], config: SelfPlayCon
     of the round on the iteration's deals; ``players`` keeps the frozen pool members loaded across iterations."""
     seat = Seat(learner.spec, PlayerConfigs(mlx=learner.config))
     players.add(seat, learner)
-    per_game = _iteration_matches(seat, pool, config, seeds, round_number, iteration)
+    _, per_game = _iteration_matches(seat, pool, config, seeds, round_number, iteration)
     played = play_here([match for matches in per_game for match in matches], players)
     return _records(per_game, played)
 
@@ -94,8 +94,7 @@ def play_round(snapshot: str | Path, pool_file: str | Path, config: SelfPlayConf
     learner = Seat(f"mlx:{Path(snapshot).as_posix()}",
                    PlayerConfigs(mlx=sampling_config(config, config.memo_prompts)))
     pool = load_pool(pool_file)
-    deals = round_seeds(seeds, config, round_number)
-    per_game = _iteration_matches(learner, pool, config, seeds, round_number, 0)
+    deals, per_game = _iteration_matches(learner, pool, config, seeds, round_number, 0)
     ordered = _records(per_game, play_matches([match for matches in per_game for match in matches]))
     with atomic_dir(out_dir) as tmp:
         count = write_shard(tmp / SHARD_FILE, ordered)
