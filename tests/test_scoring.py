@@ -249,3 +249,28 @@ def test_sampled_moves_do_not_depend_on_the_batch(base_model_dir):
     together = [d.action for d in player.act_batch(observations)]
     apart = [player.act(o).action for o in observations[::-1]][::-1]
     assert together == apart
+
+
+def test_trie_groups_cut_sorted_widths_where_padding_costs_more_than_a_call():
+    from arena.players.trielevel import trie_groups
+
+    assert [list(g) for g in trie_groups([5, 5, 4], call_tokens=8)] == [[0, 1, 2]]  # one group: rows as given
+    assert [list(g) for g in trie_groups([40, 2, 41, 3], call_tokens=8)] == [[1, 3], [0, 2]]
+    assert [list(g) for g in trie_groups([3, 1, 2], call_tokens=0)] == [[1], [2], [0]]
+    widths = np.random.default_rng(0).integers(0, 60, size=40)
+    groups = trie_groups(list(widths), call_tokens=16)
+    assert sorted(int(r) for g in groups for r in g) == list(range(40))
+
+
+@pytest.mark.parametrize(("model_type", "quantize"), MODELS, ids=lambda v: str(v))
+def test_tries_run_in_groups_score_as_full_rows(model_type, quantize, monkeypatch):
+    import arena.players.trielevel as trielevel
+
+    monkeypatch.setattr(trielevel, "GROUP_TOKENS", 0)  # every distinct trie width its own model call
+    model = tiny_model(model_type, seed=5, quantize=quantize)
+    prompts, actions = random_decisions(11, 16)
+    actions[0] = [[3]]  # a prompt whose actions are one token: a row with no trie at all
+    batch = build_batch(prompts, actions)
+    assert len(trielevel.trie_groups(list(batch.trie_len), 0)) > 2
+    np.testing.assert_allclose(np.array(action_loglik(model, batch)),
+                               np.array(reference_loglik(model, prompts, actions)), atol=1e-5, rtol=0)

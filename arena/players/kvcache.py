@@ -77,11 +77,16 @@ class PrefixCache:
         valid, pos = self.visible(lengths)
         return PrefixCache(pos[rows], valid=valid[rows], keys=self.keys[rows], values=self.values[rows])
 
-    def tree(self, lengths: mx.array | None, depth: mx.array, mask: mx.array) -> PrefixCache:
-        """Each row's action trie as one packed level over this cache, no copy of it: token j of row r sits at
-        position (the row's next) + ``depth[r, j]`` and sees the row's cached keys and ``mask[r, j]``."""
+    def tree(self, lengths: mx.array | None, depth: mx.array, mask: mx.array,
+             rows: mx.array | None = None) -> PrefixCache:
+        """Each row's action trie as one packed level over this cache (all rows: no copy of it; else the rows
+        ``rows``): token j of row r sits at position (the row's next) + ``depth[r, j]`` and sees the row's cached
+        keys and ``mask[r, j]``."""
         valid, pos = self.visible(lengths)
-        return PrefixCache(pos[:, None] + depth, valid=valid, keys=self.keys, values=self.values, tree_mask=mask)
+        keys, values = self.keys, self.values
+        if rows is not None:
+            valid, pos, keys, values = valid[rows], pos[rows], keys[rows], values[rows]
+        return PrefixCache(pos[:, None] + depth, valid=valid, keys=keys, values=values, tree_mask=mask)
 
 
 def stacked(rows: Sequence[KV], pad_to: int) -> list[PrefixCache]:

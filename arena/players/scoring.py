@@ -12,7 +12,8 @@ import numpy as np
 
 from arena.core.errors import ArenaError
 from arena.players.hostmath import host_kernels, host_math, log_normalisers
-from arena.players.kvcache import KV, PrefixCache, float_head, joined, per_token_positions, stacked
+from arena.players.kvcache import KV, PrefixCache, float_head, joined, stacked
+from arena.players.trielevel import trie_states
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class ScoringBatch:
     trie: np.ndarray             # [P, N] int32, right-padded: each prompt's distinct action-prefix tokens
     trie_depth: np.ndarray       # [P, N] int32, each one's position after the prompt's last (0: right after)
     trie_mask: np.ndarray        # [P, N, N] bool, which of the row's trie tokens each one sees (its ancestors, itself)
+    trie_len: np.ndarray         # [P] int32, each row's real trie tokens (the rest of its N is padding)
     head_src: np.ndarray         # [H] int32, index into [P last states] + [P x N trie states, row-major]
     gather_head: np.ndarray      # per scored token: its head row,
     gather_tok: np.ndarray       # the token id it must predict,
@@ -130,11 +132,12 @@ class _Builder:
         prompt_rows, pad = _left_padded(stems, pad_id) if stems else (np.zeros((0, 0), np.int32), np.zeros(0, np.int32))
         tail_rows, tail_len = _right_padded(tails, pad_id)
         trie, depth, mask = self._trie(pad_id)
+        widths = np.asarray([len(nodes) for nodes in self.rows], dtype=np.int32)
         src = [r if col < 0 else len(prompts) + r * trie.shape[1] + col for r, col in self.head_src]
         as_int = lambda values: np.asarray(values, dtype=np.int32).reshape(-1)  # noqa: E731
         head, tok, act = (as_int([s[k] for s in self.scored]) for k in range(3))
         return ScoringBatch(prompt_rows, pad, tail_rows, as_int(tail_stem), tail_len, trie, depth, mask,
-                            as_int(src), head, tok, act, tuple(self.offsets), stored)
+                            widths, as_int(src), head, tok, act, tuple(self.offsets), stored)
 
     def _trie(self, pad_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each prompt row's trie as [P, N] tokens and depths and its [P, N, N] ancestor mask (none: N = 0)."""
@@ -309,13 +312,15 @@ def action_states(model: Any, batch: ScoringBatch, stored: Sequence[KV] = (),
     last, caches, lengths = _prompt_states(model, batch, stored)
     if keep is not None:
         keep(caches, lengths)
-    states = last
-    if batch.trie.size:
-        trie = [c.tree(lengths, mx.array(batch.trie_depth), mx.array(batch.trie_mask)) for c in caches]
-        with per_token_positions(model):
-            packed = model.model(mx.array(batch.trie), cache=trie)
-        states = mx.concatenate([last, packed.reshape(-1, packed.shape[-1])])
-    return states[mx.array(batch.head_src)]
+    if not batch.trie.size:
+        return last[mx.array(batch.head_src)]
+    packed, where = trie_states(model, caches, lengths, batch.trie, batch.trie_depth, batch.trie_mask,
+                                batch.trie_len)
+    rows = last.shape[0]  # head_src counts trie states row-major after the rows' last states
+    src = batch.head_src.astype(np.int64)
+    node = np.maximum(src - rows, 0)
+    src = np.where(src < rows, src, rows + where.reshape(-1)[node])
+    return mx.concatenate([last, packed])[mx.array(src.astype(np.int32))]
 
 
 def action_loglik(model: Any, batch: ScoringBatch, stored: Sequence[KV] = (),
