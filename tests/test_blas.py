@@ -61,3 +61,14 @@ def test_every_blas_symbol_mlx_imports_is_renamed():
     blas_like = {name for name in imported if name.startswith("cblas_") or (name.endswith("_") and
                                                                             not name.startswith("_"))}
     assert blas_like == set(blas.MLX_BLAS_SYMBOLS)
+
+
+def test_processes_that_start_together_each_get_the_renamed_library(tmp_path):
+    code = ("import sys; from pathlib import Path; from arena.core import blas; "
+            "print(blas.renamed_copy(blas.openblas_source(), Path(sys.argv[1])))")
+    children = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "copy")], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    results = [(child.wait(), child.stdout.read().strip(), child.stderr.read()) for child in children]
+    assert all(code == 0 for code, _, _ in results), [err for _, _, err in results]
+    assert {path for _, path, _ in results} == {str(tmp_path / "copy" / "libarena_openblas.so")}
+    assert sorted(p.name for p in (tmp_path / "copy").iterdir()) == ["libarena_openblas.so"]

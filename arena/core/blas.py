@@ -54,8 +54,10 @@ def renamed_copy(source: Path, target_dir: Path | None = None) -> Path:
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    # Both scratch files are this process's own: processes that start together (mlx.launch's ranks) each build a
+    # copy, and the first rename wins.
     tmp = target.with_suffix(f".tmp{os.getpid()}")
-    names = tmp.with_suffix(".map")
+    names = target.with_suffix(f".map{os.getpid()}")
     names.write_text("".join(f"{PREFIX}{name} {name}\n" for name in MLX_BLAS_SYMBOLS))
     try:
         shutil.copy2(source, tmp)
