@@ -24,8 +24,9 @@ class ScoringBatch:
     that share a long prefix (a game's rules text) share it: the stems run first, each prompt's tail as their
     continuation; a stem may instead come from the cross-turn store (``stored``: a game's previous prompt, see
     arena.players.kvcache.TurnCache). Phase 2 runs every prompt's multi-token actions as one packed row over its
-    cached keys and values: each distinct action prefix once (Liar's Dice bids share "[Bid:" and their quantity),
-    each token at its own position, seeing its ancestors only. The output head is applied only at the hidden
+    cached keys and values (rows of similar width together, see arena.players.trielevel): each distinct action
+    prefix once (Liar's Dice bids share "[Bid:" and their quantity), each token at its own position, seeing its
+    ancestors only. The output head is applied only at the hidden
     states that predict an action token -- the prompt's last position for every first token, a trie position for
     the others -- each distinct one once.
     """

@@ -10,8 +10,9 @@ import numpy as np
 
 from arena.players.kvcache import PrefixCache, per_token_positions
 
-# A group's fixed cost, in trie tokens: one more model call (its per-layer ops and masks). Measured on the
-# embedded model, 2 cores: a call costs ~4 ms, a token ~80 us.
+# A group's fixed cost, in trie tokens: one more model call (its per-layer ops and masks). On the embedded model
+# (one core) a call costs ~6 ms and a trie token ~85 us; over one Liar's Dice compact match's passes, 48 ran in
+# 1.67 s and 16 in 1.93 s, against 2.16-2.32 s for a single group.
 GROUP_TOKENS = 48
 
 
