@@ -10,6 +10,7 @@ from typing import Any
 import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
+from mlx_lm.models.base import create_causal_mask
 
 # Above this vocabulary (a real model's), inference on the CPU takes its exps on the host. MLX 0.32's x86 CPU
 # backend has no SIMD transcendentals (ml-explore/mlx#3019 is open): its exp costs ~17 ns an element here, numpy's
@@ -55,7 +56,7 @@ def host_attention_scores(queries: mx.array, keys: mx.array, values: mx.array, s
     group = heads // kv_heads  # query head h reads key/value head h // group
     scores = (queries * scale).reshape(batch, kv_heads, group * n, dim) @ keys.swapaxes(-1, -2)
     if isinstance(mask, str):
-        mask = (mx.arange(n)[:, None] + (total - n)) >= mx.arange(total)[None]
+        mask = create_causal_mask(n, total - n)
     if mask is not None:
         bias = mx.where(mask, mx.array(0.0, mx.float32), mx.array(-np.inf, mx.float32))
         bias = bias.reshape(bias.shape[0] if bias.ndim == 4 else 1, 1, 1, n, total)
