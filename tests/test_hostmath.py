@@ -29,6 +29,34 @@ def test_log_normalisers_equal_logsumexp_across_blocks(monkeypatch):
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
 
 
+def test_head_log_probs_equal_log_softmax_across_vocabulary_blocks(monkeypatch):
+    monkeypatch.setattr(hostmath, "BLOCK_ELEMENTS", 6 * 64)  # 6 rows: 64 columns a block, the last one short
+    rng = np.random.default_rng(4)
+    states, weight = (rng.normal(0, 2, size=shape).astype(np.float32) for shape in ((6, 16), (300, 16)))
+    bias = rng.normal(0, 3, size=300).astype(np.float32)
+    rows, tokens = np.array([0, 5, 5, 2, 3, 3]), np.array([299, 0, 64, 63, 130, 130])  # block edges, repeats
+    for b in (None, bias):
+        logits = states @ weight.T + (0 if b is None else b)
+        want = (logits - np.array(mx.logsumexp(mx.array(logits), axis=1, keepdims=True)))[rows, tokens]
+        got = hostmath.head_log_probs(mx.array(states), mx.array(weight), None if b is None else mx.array(b), rows,
+                                      tokens)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+
+
+def test_sgemm_equals_matmul_and_names_bad_operands():
+    from arena.core.blas import sgemm
+
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(7, 5)).astype(np.float32), rng.normal(size=(5, 3)).astype(np.float32)
+    np.testing.assert_allclose(sgemm(a, b, np.empty((7, 3), np.float32)), a @ b, rtol=1e-6, atol=1e-6)
+    bt = np.ascontiguousarray(b.T)
+    np.testing.assert_allclose(sgemm(a, bt, np.empty((7, 3), np.float32), trans_b=True), a @ b, rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="shapes do not match"):
+        sgemm(a, bt, np.empty((7, 3), np.float32))
+    with pytest.raises(ValueError, match="C-contiguous float32"):
+        sgemm(a.astype(np.float64), b, np.empty((7, 3), np.float32))
+
+
 @pytest.mark.parametrize("mask_kind", ["none", "causal", "array", "array-rows"])
 def test_host_attention_equals_mlx(mask_kind):
     rng = np.random.default_rng(1)
@@ -37,9 +65,11 @@ def test_host_attention_equals_mlx(mask_kind):
     visible = rng.random((3, 1, 5, 9)) < 0.6
     visible[..., -1] = True  # every query sees at least one key, as every scoring mask guarantees
     mask = {"none": None, "causal": "causal", "array": mx.array(visible[:1]), "array-rows": mx.array(visible)}
-    got = hostmath.host_attention_scores(q, k, v, 0.35, mask[mask_kind])
-    want = mx.fast.scaled_dot_product_attention(q, k, v, scale=0.35, mask=mask[mask_kind])
-    np.testing.assert_allclose(np.array(got), np.array(want), rtol=0, atol=1e-5)
+    for rows in (3, 2):  # the second, smaller call reuses the first's buffers
+        m = mask[mask_kind] if mask_kind != "array-rows" else mx.array(visible[:rows])
+        got = hostmath.host_attention_scores(q[:rows], k[:rows], v[:rows], 0.35, m)
+        want = mx.fast.scaled_dot_product_attention(q[:rows], k[:rows], v[:rows], scale=0.35, mask=m)
+        np.testing.assert_allclose(np.array(got), np.array(want), rtol=0, atol=1e-5)
 
 
 def test_host_swiglu_equals_mlx_at_extremes():

@@ -79,3 +79,28 @@ def test_a_match_gives_the_same_records_with_and_without_reuse(standin_dir):
     for a, b in zip(with_reuse, without, strict=True):
         logprobs = [[d["logprob"] for d in r["decisions"] if d["logprob"] is not None] for r in (a, b)]
         np.testing.assert_allclose(*logprobs, atol=1e-5, rtol=1e-5)
+
+
+def test_a_call_over_several_passes_groups_them_by_new_tokens_and_scores_as_one(standin_dir, monkeypatch):
+    from arena.players.config import MLXPlayerConfig
+    from arena.players.mlx import MLXPlayer
+    from arena.players.scoring import pack_batches
+
+    one = MLXPlayer(standin_dir, MLXPlayerConfig(view="full"))
+    batch = [replace(_game_turns("liarsdice", seed, 1 + 2 * (seed % 3))[-1], stream=0) for seed in range(6)]
+    prompts = [one._prompt_ids(o) for o in batch]
+    actions = [[one._action_ids(a) for a in o.legal_actions] for o in batch]
+    # A budget that fits the two longest prompts' decisions together, not three decisions of mixed lengths.
+    budget = 2 * max(next(pack_batches([p], [a], 10**9, one.shape.head_weight, "k"))[2].tokens
+                     + one.shape.head_weight * sum(map(len, a)) for p, a in zip(prompts, actions, strict=True))
+    split = MLXPlayer(standin_dir, MLXPlayerConfig(view="full", max_batch_tokens=budget))
+    seen: list[list[int]] = []
+    original = MLXPlayer._scored_pass
+    monkeypatch.setattr(MLXPlayer, "_scored_pass", lambda self, b, ps, ss: seen.append(list(map(len, ps)))
+                        or original(self, b, ps, ss))
+    got = split._log_policy(batch)
+    assert len(seen) > 1
+    lengths = [n for run in seen for n in run]
+    assert lengths == sorted(map(len, prompts))  # passes cut from the decisions sorted by their new tokens
+    for a, b in zip(got, one._log_policy(batch), strict=True):  # one pass, arrival order: the same policy
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)

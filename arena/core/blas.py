@@ -11,8 +11,12 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from arena.core.paths import cache_dir
+
+if TYPE_CHECKING:  # numpy is not imported here before OpenBLAS's thread count is set
+    import numpy as np
 
 # One BLAS thread per process: fastest for small models on 2 cores, and results depend on the
 # thread count, so it is fixed (and recorded in every pin) rather than left to the machine.
@@ -32,6 +36,8 @@ MLX_BLAS_SYMBOLS = (
 PREFIX = "scipy_"
 
 _state: dict[str, str] = {}
+_loaded: list[ctypes.CDLL] = []  # the OpenBLAS ensure_fast_blas loaded (the one MLX calls), if it did
+_FLOATS = ctypes.POINTER(ctypes.c_float)
 
 
 def openblas_source() -> Path | None:
@@ -159,6 +165,7 @@ def ensure_fast_blas() -> dict[str, str]:
         return _reference(f"OpenBLAS unavailable ({error}); MLX uses its slow reference BLAS", threads)
     lib.scipy_openblas_get_corename.restype = ctypes.c_char_p
     lib.scipy_openblas_get_config.restype = ctypes.c_char_p
+    _loaded.append(lib)
     _state.update(blas=lib.scipy_openblas_get_config().decode().strip(), threads=threads,
                   coretype=lib.scipy_openblas_get_corename().decode())
     return dict(_state)
@@ -167,3 +174,26 @@ def ensure_fast_blas() -> dict[str, str]:
 def blas_info() -> dict[str, str]:
     """The BLAS in use (library, thread count, kernel), loading OpenBLAS first if nothing has."""
     return ensure_fast_blas()
+
+
+def host_blas() -> bool:
+    """Whether ``sgemm`` can run: arena's OpenBLAS is loaded in this process."""
+    return bool(_loaded)
+
+
+def sgemm(a: np.ndarray, b: np.ndarray, out: np.ndarray, trans_b: bool = False) -> np.ndarray:
+    """``out = a @ b`` (``a @ b.T`` with ``trans_b``) for C-contiguous 2-D float32 arrays, by the OpenBLAS MLX uses.
+
+    One call with the caller's own buffers: MLX's CPU matmul copies a transposed operand first and runs batched
+    products one small call at a time (a [740, 64] x [64, 887] product: 19 GFLOP/s there, 66 here).
+    """
+    rows, inner = a.shape
+    cols = b.shape[0] if trans_b else b.shape[1]
+    if (b.shape[1] if trans_b else b.shape[0]) != inner or out.shape != (rows, cols):
+        raise ValueError(f"sgemm shapes do not match: {a.shape} x {b.shape}{'^T' if trans_b else ''} -> {out.shape}")
+    if not all(x.dtype.name == "float32" and x.flags.c_contiguous for x in (a, b, out)) or not out.flags.writeable:
+        raise ValueError("sgemm takes C-contiguous float32 arrays (and a writeable out)")
+    _loaded[0].cblas_sgemm(101, 111, 112 if trans_b else 111, rows, cols, inner, ctypes.c_float(1.0),
+                           a.ctypes.data_as(_FLOATS), max(1, inner), b.ctypes.data_as(_FLOATS), max(1, b.shape[1]),
+                           ctypes.c_float(0.0), out.ctypes.data_as(_FLOATS), max(1, cols))
+    return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
 import mlx.core as mx
@@ -147,25 +147,6 @@ def per_token_positions(model: Any) -> Iterator[None]:
     finally:
         for attention, rope in zip(attentions, ropes, strict=True):
             attention.rope = rope
-
-
-_FLOAT_HEADS: dict[int, tuple[mx.array, mx.array]] = {}  # id(head) -> (its packed weight, the dequantised copy)
-
-
-def float_head(head: Any) -> Callable[[mx.array], mx.array] | None:
-    """On the CPU, a quantised output head as a float matmul with its dequantised weight (made once, kept while the
-    packed weight is the same array), else None. MLX 0.32's CPU 4-bit matmul is ~25x slower than float BLAS for a
-    151,936-row head (100 rows: 10.2 s vs 0.40 s, max gap 4e-6); the copy costs vocab x hidden floats of memory."""
-    if mx.default_device() != mx.cpu or "scales" not in head or getattr(head, "mode", "affine") != "affine":
-        return None
-    cached = _FLOAT_HEADS.get(id(head))
-    if cached is None or cached[0] is not head["weight"]:
-        weight = mx.dequantize(head["weight"], head["scales"], head.get("biases"), group_size=head.group_size,
-                               bits=head.bits)
-        mx.eval(weight)
-        cached = _FLOAT_HEADS[id(head)] = (head["weight"], weight)
-    weight, bias = cached[1], head.get("bias")
-    return (lambda x: x @ weight.T) if bias is None else (lambda x: x @ weight.T + bias)
 
 
 def row_kv(caches: Sequence[PrefixCache], row: int, positions: np.ndarray) -> KV:

@@ -19,13 +19,14 @@ from arena.core.pins import ADAPTER_WEIGHTS, model_pin, model_quant, read_model_
 from arena.games.base import Observation
 from arena.players.base import Decision, Player
 from arena.players.config import MLXPlayerConfig
+from arena.players.head import check_head
 from arena.players.kvcache import TurnCache, bound_buffer_cache, row_kv
 from arena.players.memo import PolicyMemo
 from arena.players.memory import budget_note, model_shape
 from arena.players.prompts import ChatPrompts, prompt_text
 from arena.players.scoring import (
     MIN_STEM,
-    check_head,
+    ScoringBatch,
     inference_loglik,
     masked_log_softmax,
     pack_batches,
@@ -139,35 +140,51 @@ class MLXPlayer(Player):
 
     def _scored(self, observations: Sequence[Observation]) -> list[np.ndarray]:
         """Per observation, the log-probability of each legal action; a game's previous prompt is reused."""
-        out: list[np.ndarray] = []
-        temperature = self.config.temperature or 1.0
         prompts = [self._prompt_ids(o) for o in observations]
+        actions = [[self._action_ids(a) for a in o.legal_actions] for o in observations]
         streams = [(o.stream, o.player_id) if o.stream and len(p) > MIN_STEM else None
                    for o, p in zip(observations, prompts, strict=True)]
         reuse = [self.turns.reusable(s, p) for s, p in zip(streams, prompts, strict=True)]
-        for start, end, batch in pack_batches(prompts, [[self._action_ids(a) for a in o.legal_actions]
-                                                        for o in observations],
-                                              self.config.max_batch_tokens, self.shape.head_weight,
-                                              "player.max_batch_tokens", self.tokenizer.pad_token_id or 0, reuse):
-            stored = [self.turns.prefix(streams[start + d], n) for d, n in batch.stored]
-            kept: list[tuple[Any, tuple[int, ...], Any]] = []
-
-            def keep(caches, lengths, start=start, end=end, batch=batch, kept=kept) -> None:
-                rows: dict[tuple[int, ...], int] = {}
-                for d in range(start, end):
-                    row = rows.setdefault(prompts[d], len(rows))
-                    if streams[d] is not None:
-                        kept.append((streams[d], prompts[d], row_kv(caches, row, prompt_positions(batch, caches, row))))
-
-            loglik = inference_loglik(self.model, batch, stored, keep if any(streams[start:end]) else None)
-            logp_mx = masked_log_softmax(loglik, batch.action_offsets, temperature)
-            mx.eval(logp_mx, [kv for _, _, kv in kept])
-            for stream, prompt, kv in kept:
-                self.turns.store(stream, prompt, kv)
-            logp = np.array(logp_mx, dtype=np.float64)
-            offsets = batch.action_offsets
-            out.extend(logp[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1))
+        order = list(range(len(observations)))
+        passes = list(self._passes(prompts, actions, reuse))
+        if len(passes) > 1:
+            # Several passes: cut them from the decisions in order of their new tokens, so each pass's prompts pad to
+            # similar lengths (Liar's Dice, full view, 64 games: 1.46 -> 1.58 games/s); one pass keeps its order.
+            order.sort(key=lambda i: (len(prompts[i]) - reuse[i], i))
+            prompts, actions, streams, reuse = ([xs[i] for i in order] for xs in (prompts, actions, streams, reuse))
+            passes = self._passes(prompts, actions, reuse)
+        out: list[np.ndarray] = [np.empty(0)] * len(order)
+        for start, end, batch in passes:
+            logps = self._scored_pass(batch, prompts[start:end], streams[start:end])
+            for index, logp in zip(order[start:end], logps, strict=True):
+                out[index] = logp
         return out
+
+    def _passes(self, prompts: list[tuple[int, ...]], actions: list, reuse: list[int]):
+        return pack_batches(prompts, actions, self.config.max_batch_tokens, self.shape.head_weight,
+                            "player.max_batch_tokens", self.tokenizer.pad_token_id or 0, reuse)
+
+    def _scored_pass(self, batch: ScoringBatch, prompts: list[tuple[int, ...]], streams: list) -> list[np.ndarray]:
+        """One pass's decisions (``prompts``, ``streams``: theirs, in the pass's order): their log-policies; their
+        prompts' keys and values are stored for their games' next turns."""
+        stored = [self.turns.prefix(streams[d], n) for d, n in batch.stored]
+        kept: list[tuple[Any, tuple[int, ...], Any]] = []
+
+        def keep(caches, lengths) -> None:
+            rows: dict[tuple[int, ...], int] = {}
+            for prompt, stream in zip(prompts, streams, strict=True):
+                row = rows.setdefault(prompt, len(rows))
+                if stream is not None:
+                    kept.append((stream, prompt, row_kv(caches, row, prompt_positions(batch, caches, row))))
+
+        loglik = inference_loglik(self.model, batch, stored, keep if any(streams) else None)
+        logp_mx = masked_log_softmax(loglik, batch.action_offsets, self.config.temperature or 1.0)
+        mx.eval(logp_mx, [kv for _, _, kv in kept])
+        for stream, prompt, kv in kept:
+            self.turns.store(stream, prompt, kv)
+        logp = np.array(logp_mx, dtype=np.float64)
+        offsets = batch.action_offsets
+        return [logp[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
 
     def act(self, observation: Observation) -> Decision:
         return self.act_batch([observation])[0]

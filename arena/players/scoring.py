@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -11,8 +10,9 @@ import mlx.core as mx
 import numpy as np
 
 from arena.core.errors import ArenaError
-from arena.players.hostmath import host_kernels, host_math, log_normalisers
-from arena.players.kvcache import KV, PrefixCache, float_head, joined, stacked
+from arena.players.head import head_matrix, output_head
+from arena.players.hostmath import head_log_probs, host_kernels, host_math, log_normalisers
+from arena.players.kvcache import KV, PrefixCache, joined, stacked
 from arena.players.trielevel import trie_states
 
 
@@ -258,33 +258,6 @@ def pack_batches(prompts: Sequence[Sequence[int]], actions: Sequence[Sequence[Se
 # ----------------------------------------------------------------------------------------------- the model side
 
 
-def output_head(model: Any) -> Callable[[mx.array], mx.array]:
-    """The model's own output head (hidden states -> logits), as its ``__call__`` applies it."""
-    body, args = getattr(model, "model", None), getattr(model, "args", None)
-    tied = getattr(args, "tie_word_embeddings", None)
-    lm_head = getattr(model, "lm_head", None) if "lm_head" in model else None
-    if lm_head is not None and tied is not True:
-        return float_head(lm_head) or lm_head
-    embed = getattr(body, "embed_tokens", None) if body is not None and "embed_tokens" in body else None
-    if embed is not None and hasattr(embed, "as_linear") and (tied or lm_head is None):
-        return float_head(embed) or embed.as_linear
-    raise ArenaError(f"cannot find the output head of model type {getattr(model, 'model_type', type(model).__name__)}"
-                     " (no lm_head, no tied model.embed_tokens): arena scores mlx-lm models shaped like qwen2/qwen3")
-
-
-def check_head(model: Any) -> None:
-    """Fail clearly unless head(body(x)) equals the model's own logits (e.g. a model that rescales its logits)."""
-    ids = mx.array([[0, 1]], dtype=mx.int32)
-    full = model(ids)
-    zero = mx.zeros(1, mx.int32)
-    ours = output_head(model)(model.model(ids, cache=[PrefixCache(zero, zero, padded=False) for _ in model.layers]))
-    gap = mx.abs(full.astype(mx.float32) - ours.astype(mx.float32)).max().item()
-    if not math.isfinite(gap) or gap > 1e-3 * max(1.0, mx.abs(full).max().item()):
-        raise ArenaError(f"model type {getattr(model, 'model_type', '?')} does not apply its output head as "
-                         f"lm_head(model(x)) or embed_tokens.as_linear(model(x)) (max gap {gap:.3g}): "
-                         "arena's head-only scoring would be wrong for it")
-
-
 def _prompt_states(model: Any, batch: ScoringBatch, stored: Sequence[KV] = ()
                    ) -> tuple[mx.array, list[PrefixCache], mx.array | None]:
     """Each prompt's last hidden state, the caches its actions extend, and the tails' lengths (None: no tails)."""
@@ -346,10 +319,13 @@ def inference_loglik(model: Any, batch: ScoringBatch, stored: Sequence[KV] = (),
         return action_loglik(model, batch, stored, keep)
     with host_kernels(model):
         states = action_states(model, batch, stored, keep)
-    logits = output_head(model)(states).astype(mx.float32)
-    mx.eval(logits)
-    norm = log_normalisers(logits)
-    picked = np.asarray(logits)[batch.gather_head, batch.gather_tok] - norm[batch.gather_head]
+    matrix = head_matrix(model)
+    if matrix is not None and matrix[0].dtype == mx.float32:
+        picked = head_log_probs(states, *matrix, batch.gather_head, batch.gather_tok)
+    else:
+        logits = output_head(model)(states).astype(mx.float32)
+        mx.eval(logits)
+        picked = np.asarray(logits)[batch.gather_head, batch.gather_tok] - log_normalisers(logits)[batch.gather_head]
     return _summed(mx.array(picked.astype(np.float32)), batch)
 
 
