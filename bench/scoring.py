@@ -30,6 +30,9 @@ STAND_IN = {
 # Issue 13's reference for Liar's Dice on the stand-in: the full-row path on the compact view (the full view crashed),
 # measured as `arena play liarsdice ... --games 4 --concurrency 4 --view compact`; re-run here the same way.
 ISSUE_LIARSDICE_FULL_ROW = {"games_per_s": 0.09, "concurrency": 4}
+# Each side of a pair runs this often, alternating with the other: on this VM one case's games/s moves by up to 30%
+# from one minute to the next (the same code: 1.96, then 1.48 games/s), so one run of each would measure the machine.
+REPEATS = 3
 
 
 def build_stand_in(out: Path, seed: int = 0, vocab: int = STAND_IN["vocab_size"]) -> Path:
@@ -135,6 +138,29 @@ def _child(path: Path, game: str, view: str, kind: str, games: int, concurrency:
     return (json.loads(text) if code == 0 and text else None), usage.ru_maxrss / 1024, ended
 
 
+def _paired(ours: tuple, reference: tuple | None, repeats: int) -> tuple[tuple, tuple | None]:
+    """Both sides' cases ``repeats`` times, alternating (ours, reference, ours, ...) so that both meet the machine's
+    same phases; each side as its median run (see _median)."""
+    runs: tuple[list, list] = ([], [])
+    for _ in range(repeats):
+        runs[0].append(_child(*ours))
+        if reference is not None:
+            runs[1].append(_child(*reference))
+    return _median(runs[0]), _median(runs[1]) if reference is not None else None
+
+
+def _median(runs: list[tuple[dict | None, float, str]]) -> tuple[dict | None, float, str]:
+    """A side's runs as one: its median games/s run (with every run's figure), its largest peak RSS; a failed run
+    fails the side."""
+    failed = [run for run in runs if run[0] is None]
+    if failed:
+        return failed[0]
+    middle = sorted(runs, key=lambda run: run[0]["games_per_s"])[len(runs) // 2][0]
+    result = {**middle, "runs": [round(run[0]["games_per_s"], 4) for run in runs],
+              "errored": max(run[0]["errored"] for run in runs)}
+    return result, max(run[1] for run in runs), "ok"
+
+
 def _available_gib() -> float:
     meminfo = Path("/proc/meminfo").read_text()
     return int(next(line.split()[1] for line in meminfo.splitlines() if line.startswith("MemAvailable"))) / 2**20
@@ -152,7 +178,8 @@ def _pair_row(name: str, ours: tuple, reference: tuple | None, reference_gps: fl
                          ("prefix-shared, head-only", "full-row"), min_ratio, note,
                          ours_rss_mib=rss, reference_rss_mib=ref_rss, reference_ended=ref_ended)
     row.peak_rss_mib = rss
-    row.details.update(errored=result["errored"], turn_cache_tokens=result.get("turn_cache_tokens", 0))
+    row.details.update(errored=result["errored"], turn_cache_tokens=result.get("turn_cache_tokens", 0),
+                       runs=result.get("runs"), reference_runs=ref_result.get("runs") if ref_result else None)
     if result["errored"]:  # a game that errored ends early: its games/s would flatter the figure
         row.passed = False
         row.note = f"{note}; {result['errored']} of {result['games']} games errored: {result['first_error']}"
@@ -170,27 +197,29 @@ def figure(quick: bool) -> list[Row]:
     from common import base_model
 
     games, vocab = (4, 8192) if quick else (64, STAND_IN["vocab_size"])
+    repeats = 1 if quick else REPEATS
     rows = []
     with tempfile.TemporaryDirectory(prefix="arena-scoring-") as tmp, base_model() as (embedded, label):
         stand_in = build_stand_in(Path(tmp) / "stand-in", vocab=vocab)
         model = f"stand-in (qwen3, hidden 256, 4 layers, vocab {vocab:,}, random weights)"
         log(f"scoring: stand-in built; {_available_gib():.1f} GiB available")
-        new = _child(stand_in, "kuhn", "full", "new", games, 64)
-        # The full-row path peaks near 9.3 GB here at 64 games: run it only with room to spare.
-        old = _child(stand_in, "kuhn", "full", "full-row", games, 64) if quick or _available_gib() > 14 else None
+        # Kuhn's full-row run peaks near 14.6 GB and takes minutes: once, and only with room to spare.
+        kuhn_row = (stand_in, "kuhn", "full", "full-row", games, 64) if quick or _available_gib() > 14 else None
+        new, old = _paired((stand_in, "kuhn", "full", "new", games, 64), kuhn_row, 1)
         rows.append(_pair_row(f"Kuhn full view, {games} concurrent games vs random, stand-in", new, old, None,
                               20.0, 1.5, f"model: {model}"))
-        new = _child(stand_in, "liarsdice", "full", "new", games, 64)
         # The reference at its own settings (one pass holds [rows, ~20, vocab] float32 logits: ~3.5 GB at 4 games).
-        old = (_child(stand_in, "liarsdice", "compact", "full-row", 2 if quick else 8,
-                      ISSUE_LIARSDICE_FULL_ROW["concurrency"]) if quick or _available_gib() > 8 else None)
+        new, old = _paired((stand_in, "liarsdice", "full", "new", games, 64),
+                           (stand_in, "liarsdice", "compact", "full-row", 2 if quick else 8,
+                            ISSUE_LIARSDICE_FULL_ROW["concurrency"]) if quick or _available_gib() > 8 else None,
+                           repeats)
         rows.append(_pair_row(f"Liar's Dice full view, {games} concurrent games vs random, stand-in", new, old,
                               ISSUE_LIARSDICE_FULL_ROW["games_per_s"], 20.0, None,
                               f"model: {model}; reference: the full-row path on the compact view, 8 games at "
                               "concurrency 4, as issue 13 measured it (its figure: 0.09 games/s); the full view's "
                               "full-row pass would hold [rows, ~600, vocab] float32 logits, tens of GB"))
-        new = _child(embedded, "liarsdice", "compact", "new", games, 64)
-        old = _child(embedded, "liarsdice", "compact", "full-row", games, 64)
+        new, old = _paired((embedded, "liarsdice", "compact", "new", games, 64),
+                           (embedded, "liarsdice", "compact", "full-row", games, 64), repeats)
         rows.append(_pair_row(f"Liar's Dice compact, {games} concurrent games vs random, embedded model", new, old,
                               None, 10.0, None, f"model: {label}"))
     if not quick:
@@ -203,14 +232,17 @@ def _write_results(rows: list[Row]) -> None:
     from common import render_table
 
     lines = ["# Scoring: prefix-shared, head-only vs full-row (issue 13)", "",
-             "`python bench/scoring.py` (or `python bench/run.py --only scoring`); each case in its own process.", "",
+             "`python bench/scoring.py` (or `python bench/run.py --only scoring`); each case in its own process, "
+             f"each side of a pair {REPEATS} times alternating with the other (Kuhn's full-row side once), its "
+             "median run shown.", "",
              render_table([asdict(row) for row in rows]), ""]
     for row in rows:
         d = row.details
         ref_rss = f"{d['reference_rss_mib']:.0f} MiB" if d.get("reference_rss_mib") else "-"
         lines.append(f"- {row.name}: peak RSS ours {d.get('ours_rss_mib') or row.peak_rss_mib:.0f} MiB, full-row "
                      f"{ref_rss} ({d.get('reference_ended', 'not run')}); games errored: {d.get('errored', '-')}; "
-                     f"prompt tokens reused across turns: {d.get('turn_cache_tokens', 0):,}; {row.note}")
+                     f"prompt tokens reused across turns: {d.get('turn_cache_tokens', 0):,}; games/s of each run, "
+                     f"alternating: ours {d.get('runs')}, full-row {d.get('reference_runs') or '-'}; {row.note}")
     (ROOT / "bench" / "results" / "scoring.md").write_text("\n".join(lines) + "\n")
 
 

@@ -191,7 +191,7 @@ def sgemm(a: np.ndarray, b: np.ndarray, out: np.ndarray, trans_b: bool = False) 
     cols = b.shape[0] if trans_b else b.shape[1]
     if (b.shape[1] if trans_b else b.shape[0]) != inner or out.shape != (rows, cols):
         raise ValueError(f"sgemm shapes do not match: {a.shape} x {b.shape}{'^T' if trans_b else ''} -> {out.shape}")
-    if not all(x.dtype.name == "float32" and x.flags.c_contiguous for x in (a, b, out)) or not out.flags.writeable:
+    if not all(x.dtype.char == "f" and x.flags.c_contiguous for x in (a, b, out)) or not out.flags.writeable:
         raise ValueError("sgemm takes C-contiguous float32 arrays (and a writeable out)")
     _loaded[0].cblas_sgemm(101, 111, 112 if trans_b else 111, rows, cols, inner, ctypes.c_float(1.0),
                            a.ctypes.data_as(_FLOATS), max(1, inner), b.ctypes.data_as(_FLOATS), max(1, b.shape[1]),
