@@ -43,6 +43,19 @@ def test_head_log_probs_equal_log_softmax_across_vocabulary_blocks(monkeypatch):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
 
 
+def test_threads_score_at_once_without_sharing_buffers():
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(7)
+    cases = [tuple(mx.array(rng.normal(size=(2, 4, 6 + i, 8)).astype(np.float32)) for _ in range(3)) for i in range(4)]
+    want = [np.array(mx.fast.scaled_dot_product_attention(q, k, v, scale=0.3, mask=None)) for q, k, v in cases]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(3):
+            got = list(pool.map(lambda c: np.array(hostmath.host_attention_scores(*c, 0.3, None)), cases))
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_allclose(g, w, rtol=0, atol=1e-5)
+
+
 def test_sgemm_equals_matmul_and_names_bad_operands():
     from arena.core.blas import sgemm
 

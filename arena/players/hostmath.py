@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -38,15 +39,16 @@ def host_math(model: Any) -> bool:
 def _scratch(name: str, shape: tuple[int, ...]) -> np.ndarray:
     """A float32 work buffer of ``shape``, reused across calls: a fresh large array faults its pages in on first
     touch, which here cost up to twice the product written into it (a [344, 151,936] head: 1.03 s fresh, 0.32 s
-    reused). Each name keeps its largest size until the process ends."""
+    reused). Each name keeps its largest size until its thread ends; each thread has its own."""
     size = math.prod(shape)
-    buffer = _SCRATCH.get(name)
+    buffers = _SCRATCH.__dict__
+    buffer = buffers.get(name)
     if buffer is None or buffer.size < size:
-        buffer = _SCRATCH[name] = np.empty(size, dtype=np.float32)
+        buffer = buffers[name] = np.empty(size, dtype=np.float32)
     return buffer[:size].reshape(shape)
 
 
-_SCRATCH: dict[str, np.ndarray] = {}
+_SCRATCH = threading.local()  # two threads scoring at once must not share a buffer
 
 
 def _normalise_block(block: np.ndarray, top: np.ndarray, total: np.ndarray) -> None:
