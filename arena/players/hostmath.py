@@ -51,16 +51,17 @@ def _scratch(name: str, shape: tuple[int, ...]) -> np.ndarray:
 _SCRATCH = threading.local()  # two threads scoring at once must not share a buffer
 
 
-def _normalise_block(block: np.ndarray, top: np.ndarray, total: np.ndarray) -> None:
+def _normalise_block(logits: np.ndarray, top: np.ndarray, total: np.ndarray, work: np.ndarray) -> None:
     """Fold a block of logits [rows, some of the vocabulary] into each row's running log-sum-exp: ``top`` (the max so
-    far) and ``total`` (the sum of exps below it), both updated in place; the block is overwritten."""
-    new_top = np.maximum(top, block.max(axis=1))
-    np.subtract(block, new_top[:, None], out=block)
-    if block.min() < EXP_FLOOR:  # a pass of min costs a third of one of maximum, and the floor is rarely reached
-        np.maximum(block, EXP_FLOOR, out=block)
-    np.exp(block, out=block)
+    far) and ``total`` (the sum of exps below it), both updated in place; ``work`` (of the block's shape, the block
+    itself if it may be overwritten) holds the exps."""
+    new_top = np.maximum(top, logits.max(axis=1))
+    np.subtract(logits, new_top[:, None], out=work)
+    if work.min() < EXP_FLOOR:  # a pass of min costs a third of one of maximum, and the floor is rarely reached
+        np.maximum(work, EXP_FLOOR, out=work)
+    np.exp(work, out=work)
     total *= np.exp(top - new_top)  # top starts at -inf: the first block's factor is 0
-    total += block.sum(axis=1)
+    total += work.sum(axis=1)
     top[:] = new_top
 
 
@@ -70,9 +71,8 @@ def log_normalisers(logits: np.ndarray | mx.array) -> np.ndarray:
     block = max(1, BLOCK_ELEMENTS // max(1, rows.shape[1]))
     top, total = np.full(rows.shape[0], -np.inf, np.float32), np.zeros(rows.shape[0], np.float32)
     for start in range(0, rows.shape[0], block):
-        part = _scratch("head", (min(block, rows.shape[0] - start), rows.shape[1]))
-        np.copyto(part, rows[start : start + len(part)])
-        _normalise_block(part, top[start : start + len(part)], total[start : start + len(part)])
+        part = slice(start, start + block)
+        _normalise_block(rows[part], top[part], total[part], _scratch("head", rows[part].shape))
     return top + np.log(total)
 
 
@@ -97,7 +97,7 @@ def head_log_probs(states: mx.array, weight: mx.array, bias: mx.array | None, ro
             block += shift[start : start + width]
         here = order[bounds[i] : bounds[i + 1]]
         picked[here] = block[rows[here], tokens[here] - start]
-        _normalise_block(block, top, total)
+        _normalise_block(block, top, total, block)
     return picked - (top + np.log(total))[rows]
 
 
