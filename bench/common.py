@@ -132,6 +132,23 @@ def base_model() -> Iterator[tuple[Path, str]]:
 # ----------------------------------------------------------------------------------------------- table
 
 
+NOTES_HEADING = "## Notes"
+
+
+def write_keeping_notes(path: Path, generated: str) -> None:
+    """Write a results file's generated part, keeping the hand-written section from its ``## Notes`` heading on.
+
+    A rerun replaces the tables; the notes (dated, written by whoever ran it) stay until a person edits them.
+    """
+    old = path.read_text() if path.exists() else ""
+    start = old.find("\n" + NOTES_HEADING + "\n")
+    notes = old[start + 1:] if start >= 0 else ""
+    text = generated.rstrip("\n") + "\n" + ("\n" + notes if notes else "")
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
 def _fmt(value: float | None) -> str:
     if value is None:
         return "-"

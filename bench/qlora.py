@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import KUHN_EVAL_SEED, ROOT, Row, log
+from common import KUHN_EVAL_SEED, ROOT, Row, log, write_keeping_notes
 
 # The preset stand-in's shapes (presets/standin.yaml): qwen3, hidden 256, 4 layers, Qwen's vocabulary, q4.
 STAND_IN = {"source": "standin", "quant": "q4", "hidden_size": 256, "num_layers": 4, "num_heads": 4,
@@ -122,7 +122,7 @@ def _write_results(rows: list[Row]) -> None:
              "`python bench/qlora.py` (or `python bench/run.py --only qlora`); the step in its own process.", "",
              render_table([asdict(row) for row in rows]), ""]
     lines += [f"- {row.name}: {row.note}" for row in rows]
-    (ROOT / "bench" / "results" / "qlora.md").write_text("\n".join(lines) + "\n")
+    write_keeping_notes(ROOT / "bench" / "results" / "qlora.md", "\n".join(lines))
 
 
 def _main(argv: list[str]) -> int:

@@ -18,7 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from common import KUHN_EVAL_SEED, ROOT, Row, log, throughput_row
+from common import KUHN_EVAL_SEED, ROOT, Row, log, throughput_row, write_keeping_notes
 
 # The stand-in for a real-size model: qwen3 architecture, Qwen's 151,936-token vocabulary, random weights.
 STAND_IN = {
@@ -243,7 +243,7 @@ def _write_results(rows: list[Row]) -> None:
                      f"{ref_rss} ({d.get('reference_ended', 'not run')}); games errored: {d.get('errored', '-')}; "
                      f"prompt tokens reused across turns: {d.get('turn_cache_tokens', 0):,}; games/s of each run, "
                      f"alternating: ours {d.get('runs')}, full-row {d.get('reference_runs') or '-'}; {row.note}")
-    (ROOT / "bench" / "results" / "scoring.md").write_text("\n".join(lines) + "\n")
+    write_keeping_notes(ROOT / "bench" / "results" / "scoring.md", "\n".join(lines))
 
 
 def _main(argv: list[str]) -> int:

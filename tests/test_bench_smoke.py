@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # not a 
 
 # isort: split
 import pytest
-from common import latency_row, paired_speedup, throughput_row
+from common import latency_row, paired_speedup, throughput_row, write_keeping_notes
 from rollouts import parse_action
 from run import FIGURES
 
@@ -91,3 +91,13 @@ def test_paired_speedup_compares_adjacent_samples_only():
     assert paired_speedup([1.0, 10.0, 1.0], [2.0, 20.0, 2.0]) == 2.0
     # 512 games in 1 s against 64 games in 2 s: 512 / (64 / 2) = 16x.
     assert paired_speedup([1.0], [2.0], ours_work=512, reference_work=64) == 16.0
+
+
+def test_rewritten_results_keep_their_notes(tmp_path):
+    results = tmp_path / "figure.md"
+    write_keeping_notes(results, "# Figure\n\n| old table |")
+    assert results.read_text() == "# Figure\n\n| old table |\n"
+    results.write_text(results.read_text() + "\n## Notes\n\nWhy the old table looks as it does.\n")
+    write_keeping_notes(results, "# Figure\n\n| new table |\n")
+    assert results.read_text() == "# Figure\n\n| new table |\n\n## Notes\n\nWhy the old table looks as it does.\n"
+    assert not list(tmp_path.glob("*.tmp"))
