@@ -91,6 +91,16 @@ def test_pool_sampling_rules(round_zero):
     assert set(draws) == {spec, "random"} and draws == sample_opponents(uniform, 200, seed=1)
 
 
+def test_a_pool_of_diluted_oracles_plays_them_as_opponents(round_zero, tmp_path):
+    """pool.scripted takes eps-oracle:EPS (a ladder of opponent strengths); uniform sampling draws them."""
+    config = PoolConfig(sampling="uniform", scripted=("oracle", "eps-oracle:0.5"))
+    build_pool(None, round_zero / "snap0", config, "kuhn", tmp_path / "pool")
+    play_round(round_zero / "snap0", tmp_path / "pool", SELFPLAY, SeedsConfig(), 1, tmp_path / "roll")
+    records = [json.loads(line) for line in (tmp_path / "roll" / "games.jsonl").read_text().splitlines()]
+    opponents = {r["players"][1 - r["first_seat"]] for r in records}
+    assert {"oracle", "eps-oracle:0.5"} <= opponents and not any(r["errored"] for r in records)
+
+
 @pytest.mark.parametrize(
     ("cls", "section", "values", "pattern"),
     [
@@ -104,6 +114,8 @@ def test_pool_sampling_rules(round_zero):
         (SelfPlayConfig, "selfplay", {"deals_per_round": 8, "mix": [{"id": "nim", "deals": 9}]},
          r"selfplay\.mix\[0\]\.deals = 9 is invalid: must be an int in \[1, 8\]"),
         (PoolConfig, "pool", {"sampling": "best"}, r"pool\.sampling = 'best' is invalid"),
+        (PoolConfig, "pool", {"scripted": ["eps-oracle:2"]},
+         r"pool\.scripted = 'eps-oracle:2' is invalid: expected scripted players from .* or eps-oracle:EPS"),
     ],
 )
 def test_bad_hyperparameters_name_the_key(cls, section, values, pattern):
