@@ -76,3 +76,10 @@ def test_each_games_recipe_trains_it_alone_and_validates(game):
     preset = ROOT / "presets" / f"{game}.yaml"
     assert load_preset(preset)["selfplay.game"] == game and load_preset(preset)["selfplay.mix"] == []
     assert f"-S selfplay.game={game}" in checked_flags(preset, load_params(ROOT / "params.yaml"))
+
+
+def test_the_tictactoe_recipe_against_oracles_validates():
+    preset = ROOT / "presets" / "tictactoe-oracles.yaml"
+    assert load_preset(preset)["pool.scripted"] == ["oracle", "eps-oracle:0.5"]
+    flags = checked_flags(preset, load_params(ROOT / "params.yaml"))
+    assert "-S selfplay.game=tictactoe" in flags and "pool.scripted" in flags

@@ -182,8 +182,8 @@ class PoolConfig:
         require(self.lag >= 1, "pool.lag", self.lag, "must be >= 1")
         require(self.window >= 0, "pool.window", self.window, "must be >= 0 (0 keeps every snapshot)")
         for spec in self.scripted:
-            require(is_scripted(spec), "pool.scripted", spec,
-                    "expected scripted players from " + ", ".join(SCRIPTED_NAMES) + " or eps-oracle:EPS (EPS in [0, 1])")
+            require(is_scripted(spec), "pool.scripted", spec, "expected scripted players from "
+                    + ", ".join(SCRIPTED_NAMES) + " or eps-oracle:EPS (EPS in [0, 1])")
 
 
 LOOPS = ("grpo", "rest", "lsp")
