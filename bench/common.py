@@ -140,13 +140,12 @@ def write_keeping_notes(path: Path, generated: str) -> None:
 
     A rerun replaces the tables; the notes (dated, written by whoever ran it) stay until a person edits them.
     """
+    from arena.core.artifacts import atomic_write_text  # here: a figure's module may set up BLAS before arena loads
+
     old = path.read_text() if path.exists() else ""
     start = old.find("\n" + NOTES_HEADING + "\n")
     notes = old[start + 1:] if start >= 0 else ""
-    text = generated.rstrip("\n") + "\n" + ("\n" + notes if notes else "")
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    atomic_write_text(path, generated.rstrip("\n") + "\n" + ("\n" + notes if notes else ""))
 
 
 def _fmt(value: float | None) -> str:
