@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arena.core.artifacts import atomic_write_text
+
 ROOT = Path(__file__).resolve().parents[1]
 KUHN_EVAL_SEED = 9_000_000  # held-out evaluation seeds (params.yaml eval.seeds)
 
@@ -140,8 +142,6 @@ def write_keeping_notes(path: Path, generated: str) -> None:
 
     A rerun replaces the tables; the notes (dated, written by whoever ran it) stay until a person edits them.
     """
-    from arena.core.artifacts import atomic_write_text  # here: a figure's module may set up BLAS before arena loads
-
     old = path.read_text() if path.exists() else ""
     start = old.find("\n" + NOTES_HEADING + "\n")
     notes = old[start + 1:] if start >= 0 else ""
