@@ -50,7 +50,10 @@ def test_unknown_game_id_names_the_id_and_the_known_ones():
         ("nim", {"piles": "345"}, r"'piles' must be a non-empty list"),
         ("liarsdice", {"num_dice": 5}, r"unknown liarsdice variant key\(s\) \['num_dice'\]"),
         ("liarsdice", {"dice": 0}, r"'dice' must be an int >= 1"),
-        ("tictactoe", {"size": 4}, r"unknown tictactoe variant key\(s\) \['size'\]; allowed keys: \[\]"),
+        ("tictactoe", {"size": 4}, r"unknown tictactoe variant key\(s\) \['size'\]; allowed keys: \['opening'\]"),
+        ("tictactoe", {"opening": 9}, r"'opening' \(random moves before play\) must be an int in \[0, 8\], got 9"),
+        ("tictactoe", {"opening": -1}, r"'opening' .* must be an int in \[0, 8\], got -1"),
+        ("tictactoe", {"opening": True}, r"'opening' .* got True"),
     ],
 )
 def test_bad_variants_are_rejected_with_the_key_and_value(game_id, variant, message):
@@ -394,3 +397,31 @@ def test_finished_and_unfinished_games_refuse_the_wrong_calls():
         game.step("[0 1]")
     with pytest.raises(TypeError, match="seed must be an int"):
         make_game("nim", "0")
+
+
+def test_tictactoe_opening_is_a_seeded_start_that_never_ends_the_game_and_replays():
+    # opening 0 is the standard game itself: one canonical variant, so its records and hashes do not move.
+    assert get_spec("tictactoe").validate_variant({"opening": 0}) == {}
+    assert make_game("tictactoe", 3, {"opening": 0}).opening == ()
+    lengths = set()
+    for seed in range(300):
+        game = make_game("tictactoe", seed, {"opening": 8})
+        again = make_game("tictactoe", seed, {"opening": 8})
+        assert game.opening == again.opening and game.actions == [] and not game.done
+        lengths.add(len(game.opening))
+        # The opening is on the board and its cells are gone from the legal moves; the player to move follows it.
+        assert set(game.opening).isdisjoint(game.observation().legal_actions)
+        assert game.current_player == len(game.opening) % 2
+        result = play_game(game, (RANDOM, RANDOM), seed)
+        assert replay("tictactoe", {"opening": 8}, seed, game.actions) == result
+        assert result.turns == len(game.actions)
+    # How many moves is uniform in 0..8 (8 itself is rarer: a board may leave no move that keeps the game going).
+    assert lengths == set(range(9))
+    assert len({make_game("tictactoe", seed, {"opening": 4}).opening for seed in range(50)}) > 20
+
+
+def test_tictactoe_opening_moves_never_complete_a_line():
+    from arena.games.tictactoe import safe_cells
+
+    assert safe_cells(["O", "O", "", "X", "X", "", "", "", ""], "O") == [5, 6, 7, 8]
+    assert safe_cells(["O", "O", "", "X", "X", "", "", "", ""], "X") == [2, 6, 7, 8]

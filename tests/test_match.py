@@ -53,6 +53,24 @@ def test_seats_swap_and_seeds_repeat():
     assert [r["players"][0] for r in records] == ["oracle", "random", "oracle", "random"]
 
 
+def test_a_tictactoe_opening_is_recorded_and_both_seats_of_a_deal_start_from_it():
+    from arena.games.registry import replay
+
+    schedule = duplicate_schedule(range(12), 24)
+    records = play_match("tictactoe", (make_player("oracle"), make_player("random")), schedule,
+                         variant={"opening": 6}, progress=False)
+    assert any(r["opening"] for r in records) and all(r["variant"] == {"opening": 6} for r in records)
+    for first, second in zip(records[::2], records[1::2], strict=True):
+        assert first["opening"] == second["opening"]
+    for record in records:
+        # The players' own decisions follow the opening: none of its cells is ever legal for them.
+        assert all(set(record["opening"]).isdisjoint(d["legal"]) for d in record["decisions"])
+        result = replay("tictactoe", record["variant"], record["seed"], record["actions"])
+        assert list(result.rewards) == record["rewards"]
+    standard = play_match("tictactoe", (make_player("oracle"), make_player("random")), schedule[:2], progress=False)
+    assert all("opening" not in r for r in standard)
+
+
 def test_sampling_follows_the_masked_policy(mlx_player):
     observation = Observation("kuhn", 0, "", "card: Q\nhistory: \n", ("[check]", "[bet]"))
     (probs,) = mlx_player.policy([observation])

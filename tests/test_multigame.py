@@ -28,6 +28,10 @@ def test_round_games_adds_each_trained_game_eval_games_lack():
     assert round_games(listed.games, [("kuhn", {})]) == listed.games
     assert round_games((GameEntry("nim", {"piles": [2, 3]}),), [("nim", {"piles": [3, 4, 5]})])[0].variant == {
         "piles": [2, 3]}
+    # A training start distribution is not part of what is judged: TicTacToe trained from random openings is
+    # evaluated from the empty board.
+    assert [g.label for g in round_games(listed.games, [("tictactoe", {"opening": 6})])] == ["kuhn[rounds=5]",
+                                                                                             "tictactoe"]
 
 
 @pytest.fixture(scope="module")

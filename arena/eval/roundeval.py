@@ -14,6 +14,7 @@ from arena.core.seeds import check_seed_ranges
 from arena.eval.config import EvalConfig, GameEntry, RoundEvalConfig
 from arena.eval.exact import exact_metrics
 from arena.games.kuhn_theory import chips_per_hand, exploitability
+from arena.games.variants import evaluation_variant
 from arena.play.distributed import Match, PlayerPool, Seat, play_matches
 from arena.play.match import duplicate_schedule
 from arena.play.stats import summarize_match
@@ -70,9 +71,11 @@ def round_games(eval_games: Sequence[GameEntry],
                 trained: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[GameEntry, ...]:
     """The games a round is judged on: ``eval.games``, then each trained game whose id they lack, so a model
     trained on several games is evaluated on each; where both list a game, ``eval.games``' variant is kept (Kuhn
-    is evaluated over 5 hands, as the tournaments rate it)."""
+    is evaluated over 5 hands, as the tournaments rate it). A trained game is judged from its own start: a training
+    start distribution (TicTacToe's ``opening``) is dropped."""
     listed = {game.game_id for game in eval_games}
-    extra = [GameEntry(game_id, dict(variant)) for game_id, variant in trained if game_id not in listed]
+    extra = [GameEntry(game_id, evaluation_variant(game_id, variant))
+             for game_id, variant in trained if game_id not in listed]
     return (*eval_games, *extra)
 
 

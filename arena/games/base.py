@@ -77,6 +77,9 @@ class Game(ABC):
     is process-wide: step games from one thread.
     """
 
+    # Moves played before any player decided (a training start distribution, TicTacToe's ``opening``).
+    opening: tuple[str, ...] = ()
+
     def __init__(self, game_id: str, env_id: str, seed: int, variant: dict[str, Any], env_kwargs: Mapping) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise TypeError(f"seed must be an int, got {seed!r}")

@@ -36,7 +36,9 @@ class GameSpec:
 
 GAMES: dict[str, GameSpec] = {
     "kuhn": GameSpec("kuhn", kuhn.ENV_ID, kuhn.KuhnGame, "standard Kuhn poker (ante 1, bet 1); variant: rounds"),
-    "tictactoe": GameSpec("tictactoe", tictactoe.ENV_ID, tictactoe.TicTacToeGame, "TicTacToe; no variant"),
+    "tictactoe": GameSpec(
+        "tictactoe", tictactoe.ENV_ID, tictactoe.TicTacToeGame, "TicTacToe; variant: opening (random moves first)"
+    ),
     "liarsdice": GameSpec(
         "liarsdice", liarsdice.ENV_ID, liarsdice.LiarsDiceGame, "two-player Liar's Dice; variant: dice"
     ),

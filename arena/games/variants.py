@@ -32,6 +32,11 @@ KUHN_DEFAULTS: Mapping[str, Any] = {"rounds": 1}
 LEDUC_DEFAULTS: Mapping[str, Any] = {"rounds": 1}
 LIARSDICE_DEFAULTS: Mapping[str, Any] = {"dice": 3}
 NIM_DEFAULTS: Mapping[str, Any] = {"piles": [3, 4, 5]}
+TICTACTOE_DEFAULTS: Mapping[str, Any] = {"opening": 0}
+# A game that ends in the opening teaches nothing; 8 moves leave the player one cell, so 8 is the most there is.
+TICTACTOE_MAX_OPENING = 8
+# Variant keys that change only where training games start, never the rules (see evaluation_variant).
+START_KEYS: Mapping[str, tuple[str, ...]] = {"tictactoe": ("opening",)}
 
 
 def kuhn_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
@@ -49,9 +54,20 @@ def leduc_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def tictactoe_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
-    """TicTacToe has no variant keys."""
-    reject_unknown_keys("tictactoe", variant, {})
-    return {}
+    """TicTacToe: ``opening`` (default 0), a training start distribution: each game first plays a number of
+    uniformly random moves, uniform in 0..opening, drawn from its seed (exploring starts). The canonical form omits
+    0, so the standard game keeps its one identity (and its hashes)."""
+    reject_unknown_keys("tictactoe", variant, TICTACTOE_DEFAULTS)
+    opening = variant.get("opening", 0)
+    if isinstance(opening, bool) or not isinstance(opening, int) or not 0 <= opening <= TICTACTOE_MAX_OPENING:
+        raise ArenaError(f"tictactoe variant 'opening' (random moves before play) must be an int in "
+                         f"[0, {TICTACTOE_MAX_OPENING}], got {opening!r}")
+    return {"opening": opening} if opening else {}
+
+
+def evaluation_variant(game_id: str, variant: Mapping[str, Any]) -> dict[str, Any]:
+    """``variant`` without the keys that only move where training games start: evaluations play the game itself."""
+    return {key: value for key, value in variant.items() if key not in START_KEYS.get(game_id, ())}
 
 
 def liarsdice_variant(variant: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from arena.games.leduc_cfr import nash_digest, nash_table
 from arena.games.nim_theory import nim_move
 from arena.games.tictactoe_theory import ttt_best_move, ttt_value, ttt_winner
 from arena.players.base import Decision, Player
-from arena.players.specs import EPS_ORACLE, parse_epsilon
+from arena.players.specs import EPS_ORACLE, EPS_ORACLE_FORM, parse_epsilon
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -232,4 +232,4 @@ def make_scripted(name: str) -> ScriptedPlayer:
         return SCRIPTED[name]()
     except KeyError:
         raise ValueError(f"unknown scripted player {name!r}; known: {sorted(SCRIPTED)} "
-                         f"or {EPS_ORACLE}EPS (EPS in [0, 1])") from None
+                         f"or {EPS_ORACLE_FORM}") from None

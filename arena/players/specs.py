@@ -9,13 +9,13 @@ import urllib.parse
 
 from arena.core.errors import ArenaError
 
-SPEC_HELP = "random, first, oracle, eps-oracle:EPS (EPS in [0, 1]), staller, spammer, mlx:PATH or openai:MODEL@BASE_URL"
+EPS_ORACLE = "eps-oracle:"
+# How the one parametrised scripted player is written: every message that lists the scripted players uses it.
+EPS_ORACLE_FORM = f"{EPS_ORACLE}EPS (EPS in [0, 1])"
+SPEC_HELP = f"random, first, oracle, {EPS_ORACLE_FORM}, staller, spammer, mlx:PATH or openai:MODEL@BASE_URL"
 # The scripted players' names (arena.players.scripted maps each to its class; a test keeps the two in step).
 SCRIPTED_NAMES = ("random", "first", "oracle", "staller", "spammer")
 SPEC_PREFIX = "openai:"
-
-
-EPS_ORACLE = "eps-oracle:"
 
 
 def parse_epsilon(spec: str) -> float:

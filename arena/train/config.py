@@ -12,7 +12,7 @@ from arena.core.config import require, require_choice
 from arena.core.seeds import as_seed_range
 from arena.games.variants import PUZZLE_KINDS, check_game_id, game_label
 from arena.players.config import MLXPlayerConfig, sampling_config
-from arena.players.specs import SCRIPTED_NAMES, is_scripted
+from arena.players.specs import EPS_ORACLE_FORM, SCRIPTED_NAMES, is_scripted
 
 QUANTS = {"none": None, "q8": 8, "q4": 4}
 
@@ -183,7 +183,7 @@ class PoolConfig:
         require(self.window >= 0, "pool.window", self.window, "must be >= 0 (0 keeps every snapshot)")
         for spec in self.scripted:
             require(is_scripted(spec), "pool.scripted", spec, "expected scripted players from "
-                    + ", ".join(SCRIPTED_NAMES) + " or eps-oracle:EPS (EPS in [0, 1])")
+                    + ", ".join(SCRIPTED_NAMES) + f" or {EPS_ORACLE_FORM}")
 
 
 LOOPS = ("grpo", "rest", "lsp")
