@@ -91,6 +91,9 @@ CASES = [
     ("selfplay.mix", [{"id": "nim", "variant": {"piles": []}}], "selfplay.mix[0].variant",
      r"selfplay\.mix\[0\]\.variant = \{'piles': \[\]\} is invalid"),
     ("selfplay.mix", [{"id": "kuhn"}], "selfplay.mix", r"selfplay\.mix = .* lists a game twice"),
+    ("selfplay.mix", [{"id": "tictactoe", "variant": {"opening": 9}}], "selfplay.mix[0].variant",
+     r"selfplay\.mix\[0\]\.variant = \{'opening': 9\} is invalid: tictactoe variant 'opening' \(random moves "
+     r"before play\) must be an int in \[0, 8\], got 9"),
     ("selfplay.group_size", 2.0, "selfplay.group_size", r"selfplay\.group_size = 2\.0 must be an integer, got float"),
     ("selfplay.group_size", 3, "selfplay.group_size",
      r"selfplay\.group_size = 3 is invalid: must be an even number >= 2"),
