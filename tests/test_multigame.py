@@ -92,5 +92,6 @@ def test_the_tictactoe_recipe_against_oracles_validates():
 def test_the_tictactoe_recipe_with_random_openings_validates():
     preset = ROOT / "presets" / "tictactoe-openings.yaml"
     assert load_preset(preset)["selfplay.variant"] == {"opening": 4}
+    assert load_preset(preset)["pool.window"] == 1
     flags = checked_flags(preset, load_params(ROOT / "params.yaml"))
     assert "-S selfplay.game=tictactoe" in flags and "selfplay.variant" in flags and "pool.scripted" in flags
