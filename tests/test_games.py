@@ -54,6 +54,8 @@ def test_unknown_game_id_names_the_id_and_the_known_ones():
         ("tictactoe", {"opening": 9}, r"'opening' \(random moves before play\) must be an int in \[0, 8\], got 9"),
         ("tictactoe", {"opening": -1}, r"'opening' .* must be an int in \[0, 8\], got -1"),
         ("tictactoe", {"opening": True}, r"'opening' .* got True"),
+        ("nim", {"opening": 12}, r"nim variant 'opening' .* must be an int in \[0, 11\] for piles \[3, 4, 5\] .* got 12"),
+        ("nim", {"piles": [1], "opening": 1}, r"must be an int in \[0, 0\] for piles \[1\]"),
     ],
 )
 def test_bad_variants_are_rejected_with_the_key_and_value(game_id, variant, message):
@@ -402,7 +404,7 @@ def test_finished_and_unfinished_games_refuse_the_wrong_calls():
 def test_tictactoe_opening_is_a_seeded_start_that_never_ends_the_game_and_replays():
     # opening 0 is the standard game itself: one canonical variant, so its records and hashes do not move.
     assert get_spec("tictactoe").validate_variant({"opening": 0}) == {}
-    assert make_game("tictactoe", 3, {"opening": 0}).opening == ()
+    assert make_game("tictactoe", 3, {"opening": 0}).opening is None
     lengths = set()
     for seed in range(300):
         game = make_game("tictactoe", seed, {"opening": 8})
@@ -421,7 +423,27 @@ def test_tictactoe_opening_is_a_seeded_start_that_never_ends_the_game_and_replay
 
 
 def test_tictactoe_opening_moves_never_complete_a_line():
-    from arena.games.tictactoe import safe_cells
+    from arena.games.tictactoe import opening_moves
 
-    assert safe_cells(["O", "O", "", "X", "X", "", "", "", ""], "O") == [5, 6, 7, 8]
-    assert safe_cells(["O", "O", "", "X", "X", "", "", "", ""], "X") == [2, 6, 7, 8]
+    assert opening_moves(["O", "O", "", "X", "X", "", "", "", ""], "O") == ["[5]", "[6]", "[7]", "[8]"]
+    assert opening_moves(["O", "O", "", "X", "X", "", "", "", ""], "X") == ["[2]", "[6]", "[7]", "[8]"]
+
+
+def test_nim_opening_is_a_seeded_start_inside_the_start_piles_that_never_takes_the_last_object():
+    from arena.games.nim import opening_moves
+
+    assert opening_moves([0, 2, 0]) == ["[1 1]"] and opening_moves([0, 1, 0]) == []
+    assert get_spec("nim").validate_variant({"opening": 0}) == {"piles": [3, 4, 5]}
+    assert make_game("nim", 3).opening is None
+    starts = set()
+    for seed in range(200):
+        game = make_game("nim", seed, {"opening": 11})
+        assert game.opening == make_game("nim", seed, {"opening": 11}).opening and not game.done
+        piles = tuple(game.observation().state["piles"])
+        starts.add(piles)
+        # Every opening stays inside the start piles, so the held-out configurations stay unseen in training.
+        assert all(size <= start for size, start in zip(piles, (3, 4, 5), strict=True)) and sum(piles) >= 1
+        result = play_game(game, (RANDOM, RANDOM), seed)
+        assert replay("nim", {"opening": 11}, seed, game.actions) == result
+    # Openings of every length: from the start itself down to one object left.
+    assert len(starts) > 40 and (3, 4, 5) in starts and any(sum(piles) == 1 for piles in starts)

@@ -32,6 +32,8 @@ def test_round_games_adds_each_trained_game_eval_games_lack():
     # evaluated from the empty board.
     assert [g.label for g in round_games(listed.games, [("tictactoe", {"opening": 6})])] == ["kuhn[rounds=5]",
                                                                                              "tictactoe"]
+    assert [g.label for g in round_games(listed.games, [("nim", {"piles": [3, 4, 5], "opening": 6})])] == [
+        "kuhn[rounds=5]", "nim[piles=[3, 4, 5]]"]
 
 
 @pytest.fixture(scope="module")
@@ -95,3 +97,10 @@ def test_the_tictactoe_recipe_with_random_openings_validates():
     assert load_preset(preset)["pool.window"] == 1
     flags = checked_flags(preset, load_params(ROOT / "params.yaml"))
     assert "-S selfplay.game=tictactoe" in flags and "selfplay.variant" in flags and "pool.scripted" in flags
+
+
+def test_the_nim_recipe_with_random_openings_validates():
+    preset = ROOT / "presets" / "nim-openings.yaml"
+    assert load_preset(preset)["selfplay.variant"] == {"opening": 6}
+    flags = checked_flags(preset, load_params(ROOT / "params.yaml"))
+    assert "-S selfplay.game=nim" in flags and "selfplay.variant" in flags and "pool.scripted" in flags

@@ -143,7 +143,7 @@ def test_a_round_on_several_games_groups_each_games_deals_apart(round_zero, tmp_
 
 
 @pytest.mark.parametrize("game, variant", [("tictactoe", {}), ("tictactoe", {"opening": 6}), ("nim", {"piles": [2, 3]}),
-                                           ("liarsdice", {"dice": 1}), ("leduc", {})])
+                                           ("nim", {"opening": 6}), ("liarsdice", {"dice": 1}), ("leduc", {})])
 def test_grpo_rounds_run_on_every_game(round_zero, tmp_path, game, variant):
     config = SelfPlayConfig(game=game, variant=variant, deals_per_round=4, group_size=2)
     play_round(round_zero / "snap0", round_zero / "pool0", config, SeedsConfig(), 1, tmp_path / "roll")

@@ -77,8 +77,9 @@ class Game(ABC):
     is process-wide: step games from one thread.
     """
 
-    # Moves played before any player decided (a training start distribution, TicTacToe's ``opening``).
-    opening: tuple[str, ...] = ()
+    # Moves played before any player decided (the variant's ``opening``, a training start distribution); None where
+    # the variant plays none, so the standard game's records keep their bytes.
+    opening: tuple[str, ...] | None = None
 
     def __init__(self, game_id: str, env_id: str, seed: int, variant: dict[str, Any], env_kwargs: Mapping) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int):
@@ -96,6 +97,8 @@ class Game(ABC):
         self._env = self._isolated(self._start, dict(env_kwargs))
         # reset() created the state object; it stays the same for the whole game (saves wrapper lookups).
         self._ta_state = self._env.state
+        if variant.get("opening"):
+            self.opening = self._play_opening(variant["opening"])
 
     def _start(self, env_kwargs: dict) -> Any:
         # Seed first so even env construction (should it ever draw) is a function of the seed alone.
@@ -103,6 +106,27 @@ class Game(ABC):
         env = ta.make(self.env_id, **env_kwargs)
         env.reset(num_players=2, seed=self.seed)
         return env
+
+    def _play_opening(self, most: int) -> tuple[str, ...]:
+        """Uniform in 0..``most`` random moves, none ending the game, drawn from an RNG of the game and seed alone.
+
+        They come before any player decides, so they stay out of ``actions`` and ``moves``: a replay of the
+        recorded actions starts from the same opening because ``make_game`` plays it again from the seed.
+        """
+        rng = random.Random(f"{self.game_id}-opening:{self.seed}")
+        played: list[str] = []
+        for _ in range(rng.randint(0, most)):
+            moves = self._opening_moves(self._ta_state.game_state)
+            if not moves:
+                break
+            played.append(rng.choice(moves))
+            self._isolated(self._env.step, played[-1])
+        return tuple(played)
+
+    def _opening_moves(self, game_state: Mapping[str, Any]) -> list[str]:
+        """The legal moves an opening may play here: those that leave the game running (games whose variant takes
+        ``opening`` say which)."""
+        raise NotImplementedError(f"{self.game_id} has no opening moves: its variant takes no 'opening'")
 
     def _isolated(self, fn: Callable[..., T], *args: Any) -> T:
         outer = random.getstate()

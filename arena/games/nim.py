@@ -16,8 +16,15 @@ def legal_actions(piles: Sequence[int]) -> tuple[str, ...]:
     return tuple(f"[{i} {q}]" for i, size in enumerate(piles) for q in range(1, size + 1))
 
 
+def opening_moves(piles: Sequence[int]) -> list[str]:
+    """The moves an opening may play: every legal move but those taking the last object (the game runs on)."""
+    total = sum(piles)
+    return [f"[{i} {q}]" for i, size in enumerate(piles) for q in range(1, min(size, total - 1) + 1)]
+
+
 class NimGame(Game):
-    """Nim; variant ``piles``: a non-empty list of pile sizes, each >= 1 (TextArena's default [3, 4, 5])."""
+    """Nim; variant ``piles``: a non-empty list of pile sizes, each >= 1 (TextArena's default [3, 4, 5]); ``opening``:
+    up to that many random moves before the players' first decision."""
 
     validate_variant = staticmethod(nim_variant)
 
@@ -34,3 +41,6 @@ class NimGame(Game):
 
     def _state(self, game_state: Mapping[str, Any], player: int) -> dict[str, Any]:
         return {"piles": list(game_state["piles"])}
+
+    def _opening_moves(self, game_state: Mapping[str, Any]) -> list[str]:
+        return opening_moves(game_state["piles"])

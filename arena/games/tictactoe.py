@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arena.games.base import Game
-from arena.games.tictactoe_theory import ttt_winner
+from arena.games.tictactoe_theory import child, ttt_winner
 from arena.games.variants import tictactoe_variant
 
 ENV_ID = "TicTacToe-v0"
@@ -34,10 +33,10 @@ def compact_board(cells: Sequence[str]) -> str:
     return "\n".join("".join(chars[r * 3 : r * 3 + 3]) for r in range(3))
 
 
-def safe_cells(cells: Sequence[str], mark: str) -> list[int]:
-    """The empty cells where ``mark`` does not complete a line (an opening move must leave the game running)."""
+def opening_moves(cells: Sequence[str], mark: str) -> list[str]:
+    """The moves an opening may play: every empty cell where ``mark`` does not complete a line (the game runs on)."""
     board = tuple(cells)
-    return [i for i, cell in enumerate(board) if not cell and not ttt_winner(board[:i] + (mark,) + board[i + 1 :])]
+    return [f"[{i}]" for i, cell in enumerate(board) if not cell and not ttt_winner(child(board, i, mark))]
 
 
 class TicTacToeGame(Game):
@@ -45,25 +44,8 @@ class TicTacToeGame(Game):
 
     validate_variant = staticmethod(tictactoe_variant)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.opening = self._play_opening(self.variant.get("opening", 0))
-
-    def _play_opening(self, most: int) -> tuple[str, ...]:
-        """Uniform in 0..``most`` random moves, none ending the game, drawn from an RNG of the seed alone.
-
-        They come before any player decides, so they stay out of ``actions`` and ``moves``: a replay of the
-        recorded actions starts from the same opening because ``make_game`` plays it again from the seed.
-        """
-        rng = random.Random(f"tictactoe-opening:{self.seed}")
-        played: list[str] = []
-        for _ in range(rng.randint(0, most) if most else 0):
-            cells = safe_cells(flat_board(self._ta_state.game_state["board"]), mark_of(self.current_player))
-            if not cells:
-                break
-            played.append(f"[{rng.choice(cells)}]")
-            self._isolated(self._env.step, played[-1])
-        return tuple(played)
+    def _opening_moves(self, game_state: Mapping[str, Any]) -> list[str]:
+        return opening_moves(flat_board(game_state["board"]), mark_of(self.current_player))
 
     @staticmethod
     def env_kwargs(variant: Mapping[str, Any]) -> dict[str, Any]:

@@ -25,6 +25,11 @@ def ttt_winner(board: tuple[str, ...]) -> str:
     return ""
 
 
+def child(board: Board, cell: int, mark: str) -> Board:
+    """The board after ``mark`` fills ``cell``."""
+    return board[:cell] + (mark,) + board[cell + 1:]
+
+
 @cache
 def ttt_value(board: tuple[str, ...], mark: str) -> int:
     """Minimax value for ``mark`` to move: positive wins (sooner is larger), 0 draws, negative loses."""
@@ -34,9 +39,9 @@ def ttt_value(board: tuple[str, ...], mark: str) -> int:
     other = "X" if mark == "O" else "O"
     best = -math.inf
     for cell in empties:
-        child = board[:cell] + (mark,) + board[cell + 1 :]
+        after = child(board, cell, mark)
         # A win is worth more with more empty cells left, so faster wins and slower losses are preferred.
-        value = len(empties) if ttt_winner(child) == mark else -ttt_value(child, other)
+        value = len(empties) if ttt_winner(after) == mark else -ttt_value(after, other)
         best = max(best, value)
         if best == len(empties):
             break
@@ -51,9 +56,9 @@ def ttt_best_move(board: Sequence[str], mark: str) -> int:
     for cell, occupant in enumerate(board):
         if occupant:
             continue
-        child = board[:cell] + (mark,) + board[cell + 1 :]
+        after = child(board, cell, mark)
         empties_before = board.count("")
-        value = empties_before if ttt_winner(child) == mark else -ttt_value(child, other)
+        value = empties_before if ttt_winner(after) == mark else -ttt_value(after, other)
         if value > best_value:
             best_cell, best_value = cell, value
     return best_cell
@@ -64,17 +69,13 @@ def other(mark: str) -> str:
     return "X" if mark == "O" else "O"
 
 
-def _child(board: Board, cell: int, mark: str) -> Board:
-    return board[:cell] + (mark,) + board[cell + 1:]
-
-
 def optimal_cells(board: Sequence[str], mark: str) -> tuple[int, ...]:
     """Every move that keeps the position's game-theoretic value (win stays win, draw stays draw)."""
     board = tuple(board)
     values = {}
     for cell in (i for i, occupant in enumerate(board) if not occupant):
-        child = _child(board, cell, mark)
-        values[cell] = 1 if ttt_winner(child) == mark else -_sign(ttt_value(child, other(mark)))
+        after = child(board, cell, mark)
+        values[cell] = 1 if ttt_winner(after) == mark else -_sign(ttt_value(after, other(mark)))
     best = max(values.values())
     return tuple(cell for cell, value in values.items() if value == best)
 
@@ -92,7 +93,7 @@ def reachable_positions() -> list[tuple[Board, str]]:
         if (board, mark) in seen or ttt_winner(board) or all(board):
             continue
         seen[(board, mark)] = None
-        frontier.extend((_child(board, cell, mark), other(mark)) for cell in range(9) if not board[cell])
+        frontier.extend((child(board, cell, mark), other(mark)) for cell in range(9) if not board[cell])
     return sorted(seen, key=lambda item: (sum(bool(c) for c in item[0]), item[0]))
 
 
@@ -106,8 +107,8 @@ def loss_probability(policy: TTTPolicy, seat: int) -> float:
         if winner or all(board):
             return float(winner == other(mine))
         if mark != mine:
-            return lose(_child(board, ttt_best_move(board, mark), mark), other(mark))
-        return sum(p * lose(_child(board, cell, mark), other(mark)) for cell, p in policy(board, mark).items() if p)
+            return lose(child(board, ttt_best_move(board, mark), mark), other(mark))
+        return sum(p * lose(child(board, cell, mark), other(mark)) for cell, p in policy(board, mark).items() if p)
 
     return lose(("",) * 9, "O")
 

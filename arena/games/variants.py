@@ -31,12 +31,12 @@ PUZZLE_KINDS = ("nim", "tictactoe")
 KUHN_DEFAULTS: Mapping[str, Any] = {"rounds": 1}
 LEDUC_DEFAULTS: Mapping[str, Any] = {"rounds": 1}
 LIARSDICE_DEFAULTS: Mapping[str, Any] = {"dice": 3}
-NIM_DEFAULTS: Mapping[str, Any] = {"piles": [3, 4, 5]}
+NIM_DEFAULTS: Mapping[str, Any] = {"piles": [3, 4, 5], "opening": 0}
 TICTACTOE_DEFAULTS: Mapping[str, Any] = {"opening": 0}
 # A game that ends in the opening teaches nothing; 8 moves leave the player one cell, so 8 is the most there is.
 TICTACTOE_MAX_OPENING = 8
 # Variant keys that change only where training games start, never the rules (see evaluation_variant).
-START_KEYS: Mapping[str, tuple[str, ...]] = {"tictactoe": ("opening",)}
+START_KEYS: Mapping[str, tuple[str, ...]] = {"tictactoe": ("opening",), "nim": ("opening",)}
 
 
 def kuhn_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
@@ -55,8 +55,8 @@ def leduc_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
 
 def tictactoe_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
     """TicTacToe: ``opening`` (default 0), a training start distribution: each game first plays a number of
-    uniformly random moves, uniform in 0..opening, drawn from its seed (exploring starts). The canonical form omits
-    0, so the standard game keeps its one identity (and its hashes)."""
+    uniformly random moves, uniform in 0..opening, none ending the game, drawn from its seed (exploring starts). The
+    canonical form omits 0, so the standard game keeps its one identity (and its hashes)."""
     reject_unknown_keys("tictactoe", variant, TICTACTOE_DEFAULTS)
     opening = variant.get("opening", 0)
     if isinstance(opening, bool) or not isinstance(opening, int) or not 0 <= opening <= TICTACTOE_MAX_OPENING:
@@ -78,12 +78,19 @@ def liarsdice_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def nim_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
-    """Nim: ``piles``, a non-empty list of pile sizes, each >= 1 (TextArena's default [3, 4, 5])."""
+    """Nim: ``piles``, a non-empty list of pile sizes, each >= 1 (TextArena's default [3, 4, 5]); ``opening``
+    (default 0), TicTacToe's training start distribution: up to that many random moves first, none taking the last
+    object, so at most one object fewer than the piles hold. The canonical form omits 0."""
     reject_unknown_keys("nim", variant, NIM_DEFAULTS)
     piles = variant.get("piles", NIM_DEFAULTS["piles"])
     if isinstance(piles, (str, bytes)) or not isinstance(piles, Sequence) or len(piles) == 0:
         raise ArenaError(f"nim variant 'piles' must be a non-empty list of ints >= 1, got {piles!r}")
-    return {"piles": [require_int("nim", "piles", size, 1) for size in piles]}
+    piles = [require_int("nim", "piles", size, 1) for size in piles]
+    opening, most = variant.get("opening", 0), sum(piles) - 1
+    if isinstance(opening, bool) or not isinstance(opening, int) or not 0 <= opening <= most:
+        raise ArenaError(f"nim variant 'opening' (random moves before play) must be an int in [0, {most}] for piles "
+                         f"{piles} (an opening never takes the last object), got {opening!r}")
+    return {"piles": piles, **({"opening": opening} if opening else {})}
 
 
 VARIANTS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {

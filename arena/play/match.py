@@ -72,7 +72,7 @@ def _record(run: _Running, game_id: str, pins: list[dict[str, Any]]) -> dict[str
         "pins": pins,
         "actions": list(run.game.actions),
         # Only where the variant plays one (even if empty for this deal): the standard game's records keep their bytes.
-        **({"opening": list(run.game.opening)} if "opening" in run.game.variant else {}),
+        **({"opening": list(run.game.opening)} if run.game.opening is not None else {}),
         "decisions": run.decisions,
         "errored": run.error is not None,
         "error": run.error,
