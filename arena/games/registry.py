@@ -42,7 +42,9 @@ GAMES: dict[str, GameSpec] = {
     "liarsdice": GameSpec(
         "liarsdice", liarsdice.ENV_ID, liarsdice.LiarsDiceGame, "two-player Liar's Dice; variant: dice"
     ),
-    "nim": GameSpec("nim", nim.ENV_ID, nim.NimGame, "Nim, last object wins; variant: piles, opening (random moves first)"),
+    "nim": GameSpec(
+        "nim", nim.ENV_ID, nim.NimGame, "Nim, last object wins; variant: piles, opening (random moves first)"
+    ),
     "leduc": GameSpec(
         "leduc", leduc.ENV_ID, leduc.LeducGame, "Leduc Hold'em, OpenSpiel's standard rules; variant: rounds"
     ),
