@@ -10,6 +10,7 @@ from typing import Any
 import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
+from mlx_lm.models.base import create_causal_mask
 
 from arena.core.errors import ArenaError
 
@@ -52,7 +53,7 @@ class PrefixCache:
     def make_mask(self, n: int, return_array: bool = False, window_size: int | None = None) -> Any:
         if window_size is not None:
             raise ArenaError("arena's prefix-shared scoring does not support sliding-window attention models")
-        own = self.tree_mask[:, None] if self.tree_mask is not None else mx.arange(n)[:, None] >= mx.arange(n)[None]
+        own = self.tree_mask[:, None] if self.tree_mask is not None else create_causal_mask(n)
         if self.valid is not None:
             rows, cached = self.valid.shape
             seen = mx.broadcast_to(self.valid[:, None, None, :], (rows, 1, n, cached))
