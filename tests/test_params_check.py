@@ -111,6 +111,10 @@ CASES = [
     ("train.lr", "fast", "train.lr", r"train\.lr = 'fast' must be a float, got a string"),
     ("train.clip_eps", 1.5, "train.clip_eps", r"train\.clip_eps = 1\.5 is invalid: must be in \(0, 1\)"),
     ("train.method", "qlora", "train.method", r"train\.method = 'qlora' is invalid: expected one of full, lora"),
+    ("train.group_by", "game", "train.group_by", r"train\.group_by = 'game' is invalid: expected one of deal, seat"),
+    ("train.group_by", "seat", "train.group_by",
+     r"train\.group_by = 'seat' is invalid: 'seat' compares the games a deal plays from one seat, so it needs two "
+     r"or more a seat: selfplay\.group_size >= 4, got 2"),
     ("pool.size", 3, "pool.size", r"unknown key pool\.size; allowed keys in pool: lag, sampling, scripted, window"),
     ("pool.lag", "2", "pool.lag", r"pool\.lag = '2' must be an integer, got str"),
     ("pool.lag", 0, "pool.lag", r"pool\.lag = 0 is invalid: must be >= 1"),

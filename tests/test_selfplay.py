@@ -52,6 +52,25 @@ def test_rollouts_are_self_play_with_logprobs(round_zero):
     assert all(abs(sum(v) - len(v) * np.mean(v)) < 1e-12 for v in by_seed.values())
 
 
+def _one_move_record(seed: int, seat: int, reward: float) -> dict:
+    decision = {"player": seat, "text": "", "observation": "piles: 1 2\n", "legal": ["[0 1]", "[1 1]"],
+                "action": "[0 1]", "logprob": -0.7}
+    return {"errored": False, "game_id": "nim", "variant": {"piles": [1, 2]}, "seed": seed, "first_seat": seat,
+            "players": ["mlx:learner", "mlx:learner"], "rewards": [reward, -reward] if seat == 0 else [-reward, reward],
+            "invalid_moves": [0, 0], "decisions": [decision]}
+
+
+def test_advantages_group_by_deal_or_by_deal_and_seat():
+    # One deal, four games: seat 0 wins once and loses once, seat 1 loses twice.
+    records = [_one_move_record(5, seat, reward) for seat, reward in ((0, 1.0), (1, -1.0), (0, -1.0), (1, -1.0))]
+    by_deal = learner_decisions(records, "mlx:learner", TrainConfig())
+    np.testing.assert_allclose(by_deal.advantages, [1.5, -0.5, -0.5, -0.5])
+    # By seat, seat 0's two games are compared with each other; seat 1's equal losses carry no signal.
+    by_seat = learner_decisions(records, "mlx:learner", TrainConfig(group_by="seat"))
+    np.testing.assert_allclose(by_seat.advantages, [1.0, 0.0, -1.0, 0.0])
+    assert by_seat.zero_group.tolist() == [False, True, False, True] and not by_deal.zero_group.any()
+
+
 @pytest.mark.parametrize("method", ["full", "lora"])
 def test_train_and_fuse_change_the_model_deterministically(round_zero, tmp_path, method):
     config = TrainConfig(method=method, steps=2, batch_size=16, lr=1.0e-3, lora_layers=1)

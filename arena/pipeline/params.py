@@ -192,6 +192,9 @@ def _check_plan(configs: Mapping[str, Any]) -> None:
     last_round = max(n for n, _ in configs["rounds"].values())
     selfplay = configs["selfplay"]
     grpo_seeds(seeds, selfplay.deals_per_round, last_round, selfplay.iterations_per_round)
+    require(configs["train"].group_by == "deal" or selfplay.group_size >= 4, "train.group_by",
+            configs["train"].group_by, f"'seat' compares the games a deal plays from one seat, so it needs two or more "
+            f"a seat: selfplay.group_size >= 4, got {selfplay.group_size}")
     lsp = configs["lsp"]
     lsp_seeds(seeds, lsp.proposals, last_round)
     try:

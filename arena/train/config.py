@@ -56,6 +56,9 @@ LR_DECAYS = ("constant", "inverse_sqrt")
 
 
 REFERENCES = ("base", "previous")
+# Which games share an advantage baseline: every game of one deal (both seats: a deal's card luck cancels), or every
+# game of one deal from one seat (the same start and opponent: a deterministic game's seat value cancels).
+GROUP_BY = ("deal", "seat")
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,8 @@ class TrainConfig:
     """params.yaml ``train:`` section: the GRPO optimisation of one round.
 
     ``lookahead`` < 1 publishes the round's start weights moved that fraction of the way to its trained weights
-    (arena.train.fuse.lookahead), so the next round starts there.
+    (arena.train.fuse.lookahead), so the next round starts there. ``group_by``: the games a reward is compared with
+    (``GROUP_BY``).
     """
 
     method: str = "full"
@@ -138,6 +142,7 @@ class TrainConfig:
     clip_eps: float = 0.2
     reference: str = "base"
     normalise_std: bool = False
+    group_by: str = "deal"
     drop_zero_groups: bool = True
     invalid_penalty: float = 0.0
     lora_rank: int = 8
@@ -153,6 +158,7 @@ class TrainConfig:
                 self.lookahead, "must be in (0, 1] (1: the round's trained weights as they are); < 1 needs method full")
         require_choice("train.lr_decay", self.lr_decay, LR_DECAYS)
         require_choice("train.reference", self.reference, REFERENCES)
+        require_choice("train.group_by", self.group_by, GROUP_BY)
         require(self.lr > 0 and math.isfinite(self.lr), "train.lr", self.lr, "must be a positive float")
         require(self.steps >= 1, "train.steps", self.steps, "must be >= 1")
         require(self.batch_size >= 1, "train.batch_size", self.batch_size, "must be >= 1")

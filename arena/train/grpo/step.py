@@ -65,18 +65,21 @@ def _scored_games(records: Sequence[Mapping[str, Any]], learner_spec: str,
     return games
 
 
-def _group_ids(records: Iterable[Mapping[str, Any]]) -> list[int]:
-    """A group is every game of one deal of one game (seeds repeat across the games of a mix)."""
-    keys: dict[tuple[str, str, int], int] = {}
-    return [keys.setdefault((r["game_id"], canonical_json(r["variant"]), r["seed"]), len(keys)) for r in records]
+def _group_ids(records: Iterable[Mapping[str, Any]], group_by: str) -> list[int]:
+    """A group is every game of one deal of one game (seeds repeat across the games of a mix), from one seat too
+    where ``group_by`` is ``seat``."""
+    keys: dict[tuple[str, str, int, int], int] = {}
+    return [keys.setdefault((r["game_id"], canonical_json(r["variant"]), r["seed"],
+                             r["first_seat"] if group_by == "seat" else -1), len(keys)) for r in records]
 
 
 def learner_decisions(records: Sequence[Mapping[str, Any]], learner_spec: str, config: TrainConfig) -> Decisions:
-    """The learner's decisions with group advantages (a group = every game played from one deal of one game)."""
+    """The learner's decisions with group advantages (a group = every game played from one deal of one game, from
+    one seat where ``config.group_by`` says so)."""
     from arena.train.grpo.loss import group_advantages
 
     games = _scored_games(records, learner_spec, config)
-    grouped = group_advantages([g[2] for g in games], _group_ids(g[0] for g in games),
+    grouped = group_advantages([g[2] for g in games], _group_ids((g[0] for g in games), config.group_by),
                                normalise_std=config.normalise_std)
     observations, chosen, logp_old, advantages, zero, rewards = [], [], [], [], [], []
     for (record, seat, reward), advantage, flat in zip(games, grouped.advantages, grouped.zero_group, strict=True):
