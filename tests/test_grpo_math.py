@@ -1,4 +1,4 @@
-"""GRPO maths: group advantages, the role baseline, and the clipped KL-regularised loss and its gradients."""
+"""GRPO maths: group advantages and the clipped KL-regularised loss and its gradients."""
 
 
 # isort: split
@@ -7,15 +7,11 @@ import numpy as np
 import pytest
 
 from arena.train.grpo.loss import (
-    RoleBaseline,
     check_loss_hyperparameters,
     chosen_log_probs,
     group_advantages,
     grpo_loss,
     legal_log_probs,
-    role_advantages,
-    role_baseline,
-    update_role_baseline,
 )
 
 # ------------------------------------------------------------------ group advantages
@@ -59,34 +55,6 @@ def test_group_advantages_reject_bad_input():
         group_advantages([[1.0, 2.0]], [[0, 0]], normalise_std=False)
     empty = group_advantages([], [], normalise_std=True)
     assert empty.advantages.size == 0 and empty.zero_group.size == 0
-
-
-# ------------------------------------------------------------------ role baseline
-
-
-def test_role_baseline_first_batch_initialises_then_decays():
-    state = role_baseline(2, decay=0.9)
-    rewards, roles = [1.0, 3.0, -1.0], [0, 0, 1]
-    # Unseen roles use their batch mean: role 0 -> 2, role 1 -> -1.
-    np.testing.assert_allclose(role_advantages(state, rewards, roles), [-1.0, 1.0, 0.0])
-    state = update_role_baseline(state, rewards, roles)
-    assert state.values == (2.0, -1.0)
-    state = update_role_baseline(state, [0.0], [0])
-    assert state.values[0] == pytest.approx(0.9 * 2.0)
-    assert state.values[1] == -1.0  # untouched when its role is absent from the batch
-    np.testing.assert_allclose(role_advantages(state, [1.0, 1.0], [0, 1]), [1.0 - 1.8, 2.0])
-
-
-def test_role_baseline_is_immutable_and_validated():
-    state = role_baseline(2, decay=0.5)
-    update_role_baseline(state, [1.0], [0])
-    assert state.values == (None, None)
-    with pytest.raises(ValueError, match="decay"):
-        role_baseline(2, decay=1.0)
-    with pytest.raises(ValueError, match="roles must lie"):
-        role_advantages(state, [1.0], [2])
-    with pytest.raises(ValueError, match="decay"):
-        RoleBaseline(decay=float("nan"), values=(None,))
 
 
 # ------------------------------------------------------------------ log-probs over legal actions
