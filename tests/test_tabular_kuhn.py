@@ -8,6 +8,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 # isort: split
 import numpy as np
 import pytest
+from role_baseline import RoleBaseline, role_advantages, role_baseline, update_role_baseline
 from tabular import (
     BEST_LAST_ITERATE,
     STUDY_PRESETS,
@@ -153,3 +154,28 @@ def test_best_stabiliser_beats_plain_self_play(seed):
     best_tail = np.mean([point.last for point in best.curve[-5:]])
     plain_tail = np.mean([point.last for point in plain.curve[-5:]])
     assert best_tail < plain_tail
+
+
+def test_role_baseline_first_batch_initialises_then_decays():
+    state = role_baseline(2, decay=0.9)
+    rewards, roles = [1.0, 3.0, -1.0], [0, 0, 1]
+    # Unseen roles use their batch mean: role 0 -> 2, role 1 -> -1.
+    np.testing.assert_allclose(role_advantages(state, rewards, roles), [-1.0, 1.0, 0.0])
+    state = update_role_baseline(state, rewards, roles)
+    assert state.values == (2.0, -1.0)
+    state = update_role_baseline(state, [0.0], [0])
+    assert state.values[0] == pytest.approx(0.9 * 2.0)
+    assert state.values[1] == -1.0  # untouched when its role is absent from the batch
+    np.testing.assert_allclose(role_advantages(state, [1.0, 1.0], [0, 1]), [1.0 - 1.8, 2.0])
+
+
+def test_role_baseline_is_immutable_and_validated():
+    state = role_baseline(2, decay=0.5)
+    update_role_baseline(state, [1.0], [0])
+    assert state.values == (None, None)
+    with pytest.raises(ValueError, match="decay"):
+        role_baseline(2, decay=1.0)
+    with pytest.raises(ValueError, match="roles must lie"):
+        role_advantages(state, [1.0], [2])
+    with pytest.raises(ValueError, match="decay"):
+        RoleBaseline(decay=float("nan"), values=(None,))
