@@ -7,12 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
-def _as_vector(values: object, name: str, dtype: type) -> np.ndarray:
-    array = np.asarray(values, dtype=dtype)
-    if array.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D sequence (one entry per sample), got shape {array.shape}")
-    return array
+from arena.train.grpo.loss import _as_vector  # the GRPO advantages' own 1-D check, not a copy of it
 
 
 @dataclass(frozen=True)

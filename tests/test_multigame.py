@@ -101,6 +101,7 @@ def test_the_tictactoe_recipe_with_random_openings_validates():
 
 def test_the_nim_recipe_with_random_openings_validates():
     preset = ROOT / "presets" / "nim-openings.yaml"
-    assert load_preset(preset)["selfplay.variant"] == {"opening": 6} and load_preset(preset)["train.group_by"] == "seat"
+    keys = load_preset(preset)
+    assert keys["selfplay.variant"] == {"opening": 6} and keys["train.group_by"] == "seat"
     flags = checked_flags(preset, load_params(ROOT / "params.yaml"))
     assert "-S selfplay.game=nim" in flags and "selfplay.variant" in flags and "pool.scripted" in flags
