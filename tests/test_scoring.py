@@ -252,26 +252,67 @@ def test_sampled_moves_do_not_depend_on_the_batch(base_model_dir):
     assert together == apart
 
 
-def test_trie_groups_cut_sorted_widths_where_padding_costs_more_than_a_call():
-    from arena.players.trielevel import trie_groups
+def test_width_groups_cut_sorted_widths_where_padding_costs_more_than_a_call():
+    from arena.players.levels import width_groups
 
-    assert [list(g) for g in trie_groups([5, 5, 4], call_tokens=8)] == [[0, 1, 2]]  # one group: rows as given
-    assert [list(g) for g in trie_groups([40, 2, 41, 3], call_tokens=8)] == [[1, 3], [0, 2]]
-    assert [list(g) for g in trie_groups([3, 1, 2], call_tokens=0)] == [[1], [2], [0]]
+    assert [list(g) for g in width_groups([5, 5, 4], call_tokens=8)] == [[0, 1, 2]]  # one group: rows as given
+    assert [list(g) for g in width_groups([40, 2, 41, 3], call_tokens=8)] == [[1, 3], [0, 2]]
+    assert [list(g) for g in width_groups([3, 1, 2], call_tokens=0)] == [[1], [2], [0]]
     widths = np.random.default_rng(0).integers(0, 60, size=40)
-    groups = trie_groups(list(widths), call_tokens=16)
+    groups = width_groups(list(widths), call_tokens=16)
     assert sorted(int(r) for g in groups for r in g) == list(range(40))
 
 
 @pytest.mark.parametrize(("model_type", "quantize"), MODELS, ids=lambda v: str(v))
 def test_tries_run_in_groups_score_as_full_rows(model_type, quantize, monkeypatch):
-    import arena.players.trielevel as trielevel
+    import arena.players.levels as levels
 
-    monkeypatch.setattr(trielevel, "GROUP_TOKENS", 0)  # every distinct trie width its own model call
+    monkeypatch.setattr(levels, "GROUP_TOKENS", 0)  # every distinct trie width its own model call
     model = tiny_model(model_type, seed=5, quantize=quantize)
     prompts, actions = random_decisions(11, 16)
     actions[0] = [[3]]  # a prompt whose actions are one token: a row with no trie at all
     batch = build_batch(prompts, actions)
-    assert len(trielevel.trie_groups(list(batch.trie_len), 0)) > 2
+    assert len(levels.width_groups(list(batch.trie_len), 0)) > 2
     np.testing.assert_allclose(np.array(action_loglik(model, batch)),
                                np.array(reference_loglik(model, prompts, actions)), atol=1e-5, rtol=0)
+
+
+def _stem_decisions(seed: int):
+    """Prompts sharing a 40-token rules stem, their own tails from 1 to 60 tokens long."""
+    rng = np.random.default_rng(seed)
+    rules = [int(t) for t in rng.integers(1, VOCAB, size=40)]
+    prompts, actions = random_decisions(seed, 10)
+    prompts = [rules + p + [int(t) for t in rng.integers(1, VOCAB, size=40 * (i % 3 == 0))]
+               for i, p in enumerate(prompts)] + [rules + [9]]
+    return prompts, actions + [[[5, 6], [7]]]
+
+
+@pytest.mark.parametrize(("model_type", "quantize"), MODELS, ids=lambda v: str(v))
+def test_tails_run_in_groups_score_as_full_rows(model_type, quantize, monkeypatch):
+    import arena.players.levels as levels
+
+    monkeypatch.setattr(levels, "GROUP_TOKENS", 0)  # every distinct tail length its own model call
+    model = tiny_model(model_type, seed=7, quantize=quantize)
+    prompts, actions = _stem_decisions(3)
+    batch = build_batch(prompts, actions)
+    assert batch.tails.size and len(levels.width_groups(list(batch.tail_len), 0)) > 2
+    np.testing.assert_allclose(np.array(action_loglik(model, batch)),
+                               np.array(reference_loglik(model, prompts, actions)), atol=1e-5, rtol=0)
+
+
+def test_gradients_through_grouped_tails_equal_full_rows(monkeypatch):
+    from mlx.utils import tree_flatten
+
+    import arena.players.levels as levels
+
+    monkeypatch.setattr(levels, "GROUP_TOKENS", 0)
+    model = tiny_model("qwen3", seed=8)
+    prompts, actions = _stem_decisions(4)
+    batch = build_batch(prompts, actions)
+    assert len(levels.width_groups(list(batch.tail_len), 0)) > 2
+    weights = mx.array(np.random.default_rng(1).normal(size=sum(map(len, actions))).astype(np.float32))
+    got = dict(tree_flatten(nn.value_and_grad(model, lambda m: (action_loglik(m, batch) * weights).sum())(model)[1]))
+    want = dict(tree_flatten(nn.value_and_grad(
+        model, lambda m: (reference_loglik(m, prompts, actions) * weights).sum())(model)[1]))
+    for name, grad in want.items():
+        np.testing.assert_allclose(np.array(got[name]), np.array(grad), atol=1e-5, rtol=1e-4, err_msg=name)

@@ -13,7 +13,7 @@ from arena.core.errors import ArenaError
 from arena.players.head import head_matrix, output_head
 from arena.players.hostmath import head_log_probs, host_kernels, host_math, log_normalisers
 from arena.players.kvcache import KV, PrefixCache, joined, stacked
-from arena.players.trielevel import trie_states
+from arena.players.levels import tail_states, trie_states
 
 
 @dataclass(frozen=True)
@@ -24,11 +24,10 @@ class ScoringBatch:
     that share a long prefix (a game's rules text) share it: the stems run first, each prompt's tail as their
     continuation; a stem may instead come from the cross-turn store (``stored``: a game's previous prompt, see
     arena.players.kvcache.TurnCache). Phase 2 runs every prompt's multi-token actions as one packed row over its
-    cached keys and values (rows of similar width together, see arena.players.trielevel): each distinct action
-    prefix once (Liar's Dice bids share "[Bid:" and their quantity), each token at its own position, seeing its
-    ancestors only. The output head is applied only at the hidden
-    states that predict an action token -- the prompt's last position for every first token, a trie position for
-    the others -- each distinct one once.
+    cached keys and values: each distinct action prefix once (Liar's Dice bids share "[Bid:" and their quantity),
+    each token at its own position, seeing its ancestors only. Tails and tries run rows of similar width together
+    (see arena.players.levels). The output head is applied only at the hidden states that predict an action token
+    -- the prompt's last position for every first token, a trie position for the others -- each distinct one once.
     """
 
     prompts: np.ndarray          # [S, Ls] int32, left-padded: the prompts, or their computed stems
@@ -270,10 +269,8 @@ def _prompt_states(model: Any, batch: ScoringBatch, stored: Sequence[KV] = ()
             return hidden[:, -1], caches, None
     if stored:
         caches = joined(caches, stacked(stored, max(kv[0][0].shape[2] for kv in stored)))
-    caches = [c.select(mx.array(batch.tail_stem)) for c in caches]
-    hidden = model.model(mx.array(batch.tails), cache=caches)
-    lengths = mx.array(batch.tail_len)
-    return hidden[mx.arange(hidden.shape[0]), lengths - 1], caches, lengths
+    last, caches = tail_states(model, caches, batch.tails, batch.tail_stem, batch.tail_len)
+    return last, caches, mx.array(batch.tail_len)
 
 
 def action_states(model: Any, batch: ScoringBatch, stored: Sequence[KV] = (),
