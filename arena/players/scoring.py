@@ -257,9 +257,10 @@ def pack_batches(prompts: Sequence[Sequence[int]], actions: Sequence[Sequence[Se
 # ----------------------------------------------------------------------------------------------- the model side
 
 
-def _prompt_states(model: Any, batch: ScoringBatch, stored: Sequence[KV] = ()
+def _prompt_states(model: Any, batch: ScoringBatch, stored: Sequence[KV] = (), grouped: bool = False
                    ) -> tuple[mx.array, list[PrefixCache], mx.array | None]:
-    """Each prompt's last hidden state, the caches its actions extend, and the tails' lengths (None: no tails)."""
+    """Each prompt's last hidden state, the caches its actions extend, and the tails' lengths (None: no tails);
+    ``grouped``: the tails in groups of similar length (see arena.players.levels.tail_states)."""
     caches = None
     if batch.prompts.size:
         pad = mx.array(batch.prompt_pad)
@@ -269,18 +270,26 @@ def _prompt_states(model: Any, batch: ScoringBatch, stored: Sequence[KV] = ()
             return hidden[:, -1], caches, None
     if stored:
         caches = joined(caches, stacked(stored, max(kv[0][0].shape[2] for kv in stored)))
-    last, caches = tail_states(model, caches, batch.tails, batch.tail_stem, batch.tail_len)
-    return last, caches, mx.array(batch.tail_len)
+    if grouped:
+        last, caches = tail_states(model, caches, batch.tails, batch.tail_stem, batch.tail_len)
+        return last, caches, mx.array(batch.tail_len)
+    caches = [c.select(mx.array(batch.tail_stem)) for c in caches]
+    hidden = model.model(mx.array(batch.tails), cache=caches)
+    lengths = mx.array(batch.tail_len)
+    return hidden[mx.arange(hidden.shape[0]), lengths - 1], caches, lengths
 
 
 def action_states(model: Any, batch: ScoringBatch, stored: Sequence[KV] = (),
-                  keep: Callable[[list[PrefixCache], mx.array | None], None] | None = None) -> mx.array:
+                  keep: Callable[[list[PrefixCache], mx.array | None], None] | None = None,
+                  grouped: bool = False) -> mx.array:
     """The hidden states the output head reads, [H, hidden] (``batch.head_src`` order); differentiable.
 
     ``stored``: the keys and values of ``batch.stored``'s stems, in order. ``keep(caches, lengths)``, if given,
-    sees the prompts' caches before the actions extend them (to store them for the game's next turn).
+    sees the prompts' caches before the actions extend them (to store them for the game's next turn). ``grouped``:
+    the prompts' tails in groups of similar length (scoring for play; training keeps one level, so the default's
+    trained bytes stay what they were).
     """
-    last, caches, lengths = _prompt_states(model, batch, stored)
+    last, caches, lengths = _prompt_states(model, batch, stored, grouped)
     if keep is not None:
         keep(caches, lengths)
     if not batch.trie.size:
@@ -295,9 +304,10 @@ def action_states(model: Any, batch: ScoringBatch, stored: Sequence[KV] = (),
 
 
 def action_loglik(model: Any, batch: ScoringBatch, stored: Sequence[KV] = (),
-                  keep: Callable[[list[PrefixCache], mx.array | None], None] | None = None) -> mx.array:
+                  keep: Callable[[list[PrefixCache], mx.array | None], None] | None = None,
+                  grouped: bool = False) -> mx.array:
     """Log-likelihood of every action sequence given its prompt, [total actions]; differentiable."""
-    logits = output_head(model)(action_states(model, batch, stored, keep)).astype(mx.float32)
+    logits = output_head(model)(action_states(model, batch, stored, keep, grouped)).astype(mx.float32)
     logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
     picked = logprobs[mx.array(batch.gather_head), mx.array(batch.gather_tok)]
     return _summed(picked, batch)
@@ -313,9 +323,9 @@ def inference_loglik(model: Any, batch: ScoringBatch, stored: Sequence[KV] = (),
                      keep: Callable[[list[PrefixCache], mx.array | None], None] | None = None) -> mx.array:
     """``action_loglik`` without gradients, its exps on the host where that is faster (``host_math``)."""
     if not host_math(model):
-        return action_loglik(model, batch, stored, keep)
+        return action_loglik(model, batch, stored, keep, grouped=True)
     with host_kernels(model):
-        states = action_states(model, batch, stored, keep)
+        states = action_states(model, batch, stored, keep, grouped=True)
     matrix = head_matrix(model)
     if matrix is not None and matrix[0].dtype == mx.float32:
         picked = head_log_probs(states, *matrix, batch.gather_head, batch.gather_tok)
