@@ -39,15 +39,16 @@ def width_groups(widths: Sequence[int], call_tokens: int = GROUP_TOKENS) -> list
 
 
 def tail_states(model: Any, caches: Sequence[PrefixCache], tails: np.ndarray, stems: np.ndarray,
-                lengths: np.ndarray) -> tuple[mx.array, list[PrefixCache]]:
+                lengths: np.ndarray, grouped: bool) -> tuple[mx.array, list[PrefixCache]]:
     """Each prompt's tail (``tails``: right-padded, ``lengths`` real tokens) over the cached stem it extends
-    (``stems``), group by group; returns each row's last hidden state and the rows' caches after their tails.
+    (``stems``), group by group (``grouped``; else one level of all rows); returns each row's last hidden state
+    and the rows' caches after their tails.
 
     In a group the tails pad only to the group's longest: as one level, 64 Liar's Dice games ran 66,788 tail tokens
     for 56,697 real ones (full view, the stand-in) and 3,120 for 1,206 (compact, the embedded model). The groups'
     caches are merged back in row order, each tail padded to the widest (positions no row sees).
     """
-    groups = width_groups([int(n) for n in lengths], GROUP_TOKENS)
+    groups = width_groups([int(n) for n in lengths], GROUP_TOKENS) if grouped else [np.arange(len(lengths))]
     parts, levels = [], []
     for rows in groups:
         width = int(lengths[rows].max())

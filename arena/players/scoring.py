@@ -270,13 +270,8 @@ def _prompt_states(model: Any, batch: ScoringBatch, stored: Sequence[KV] = (), g
             return hidden[:, -1], caches, None
     if stored:
         caches = joined(caches, stacked(stored, max(kv[0][0].shape[2] for kv in stored)))
-    if grouped:
-        last, caches = tail_states(model, caches, batch.tails, batch.tail_stem, batch.tail_len)
-        return last, caches, mx.array(batch.tail_len)
-    caches = [c.select(mx.array(batch.tail_stem)) for c in caches]
-    hidden = model.model(mx.array(batch.tails), cache=caches)
-    lengths = mx.array(batch.tail_len)
-    return hidden[mx.arange(hidden.shape[0]), lengths - 1], caches, lengths
+    last, caches = tail_states(model, caches, batch.tails, batch.tail_stem, batch.tail_len, grouped)
+    return last, caches, mx.array(batch.tail_len)
 
 
 def action_states(model: Any, batch: ScoringBatch, stored: Sequence[KV] = (),
