@@ -58,6 +58,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     "lr3e-4": {"train.lr": 3.0e-4},
     "lr1e-3": {"train.lr": 1.0e-3},
     "4096deals": {"selfplay.deals_per_round": 4096, "train.steps": 128},
+    # Under the KL term's own floor (bench/kuhn_kl_floor.py: 0.0525 for the default's beta, 0.022 for 0.02).
+    "beta0.02": {"train.beta": 0.02},
 }
 # Many on-policy iterations a round stage (selfplay.iterations_per_round), each on fresh deals, with the memo.
 ITERATED = {"selfplay.memo_prompts": 4096, "train.batch_size": 4096}

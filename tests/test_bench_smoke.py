@@ -101,3 +101,34 @@ def test_rewritten_results_keep_their_notes(tmp_path):
     write_keeping_notes(results, "# Figure\n\n| new table |\n")
     assert results.read_text() == "# Figure\n\n| new table |\n\n## Notes\n\nWhy the old table looks as it does.\n"
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_tictactoe_line_shows_where_a_policy_loses_to_minimax():
+    from tictactoe_line import line
+
+    from arena.games.tictactoe_theory import optimal_cells, reachable_positions
+
+    safe = {(board, mark): {cell: 1.0 / len(optimal_cells(board, mark)) for cell in optimal_cells(board, mark)}
+            for board, mark in reachable_positions()}
+    assert all("mass 1.000" in move for move in line(safe, 1) if move.startswith("model"))
+    # Against minimax's corner opening only the centre draws: a policy that answers in the far corner is lost there.
+    opened = ("O",) + ("",) * 8
+    risky = {**safe, (opened, "X"): {cell: 1.0 if cell == 8 else 0.0 for cell in range(1, 9)}}
+    first = next(move for move in line(risky, 1) if move.startswith("model"))
+    assert first == "model: mass 0.000 on [4], top 8 (1.00)"
+
+
+def test_kuhn_kl_floor_solves_the_regularised_fixed_point():
+    from kuhn_kl_floor import action_gaps, fixed_point, regularised_response
+
+    from arena.games import kuhn_theory as kt
+
+    for gap, rho, beta in [(1.5, 0.3, 0.1), (-0.8, 0.9, 0.05), (0.02, 0.5, 0.2), (-2.0, 0.01, 0.01)]:
+        p = regularised_response(gap, rho, beta)
+        assert 0.0 <= p <= 1.0 and abs(p * (1 - p) * gap - beta * (p - rho)) < 1e-12
+    policy, residual = fixed_point(kt.uniform_policy(), 0.2)
+    gaps = action_gaps(policy)
+    assert residual < 1e-10
+    assert all(abs(policy[i] * (1 - policy[i]) * gaps[i] - 0.2 * (policy[i] - 0.5)) < 1e-8 for i in kt.INFO_SETS)
+    # A strong pull stays near the magnet; a weak one lets the fixed point approach equilibrium.
+    assert kt.exploitability(policy) < kt.exploitability(fixed_point(kt.uniform_policy(), 0.4)[0]) < 0.458
