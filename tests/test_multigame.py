@@ -105,3 +105,11 @@ def test_the_nim_recipe_with_random_openings_validates():
     assert keys["selfplay.variant"] == {"opening": 6} and keys["train.group_by"] == "seat"
     flags = checked_flags(preset, load_params(ROOT / "params.yaml"))
     assert "-S selfplay.game=nim" in flags and "selfplay.variant" in flags and "pool.scripted" in flags
+
+
+def test_the_tictactoe_recipe_against_minimax_validates():
+    preset = ROOT / "presets" / "tictactoe-minimax.yaml"
+    keys = load_preset(preset)
+    assert keys["pool.scripted"] == ["oracle"] and keys["train.group_by"] == "seat" and keys["selfplay.group_size"] == 4
+    flags = checked_flags(preset, load_params(ROOT / "params.yaml"))
+    assert "-S selfplay.game=tictactoe" in flags and "-S train.group_by=seat" in flags
