@@ -132,3 +132,21 @@ def test_kuhn_kl_floor_solves_the_regularised_fixed_point():
     assert all(abs(policy[i] * (1 - policy[i]) * gaps[i] - 0.2 * (policy[i] - 0.5)) < 1e-8 for i in kt.INFO_SETS)
     # A strong pull stays near the magnet; a weak one lets the fixed point approach equilibrium.
     assert kt.exploitability(policy) < kt.exploitability(fixed_point(kt.uniform_policy(), 0.4)[0]) < 0.458
+
+
+def test_compare_runs_overlays_one_exact_measure_of_several_runs(tmp_path, capsys):
+    from compare_runs import main
+
+    runs = []
+    for name, values in (("a", [0.35, 0.3]), ("b", [0.35, 0.2, 0.1])):
+        evals = [{"round": r, "exact": {"kuhn[rounds=5]": {"exploitability": v}}} for r, v in enumerate(values)]
+        (tmp_path / f"{name}.json").write_text(json.dumps({"evals": evals}))
+        runs.append(f"{name}={tmp_path / name}.json")
+    png = tmp_path / "curves.png"
+    assert main(["--png", str(png), *runs]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = capsys.readouterr().out.splitlines()
+    assert table[0] == "| run | 0 | 1 | 2 |"
+    assert table[2:] == ["| a | 0.350 | 0.300 |  |", "| b | 0.350 | 0.200 | 0.100 |"]
+    with pytest.raises(SystemExit, match="no exact measure 'nashconv'"):
+        main(["--png", str(png), "--key", "nashconv", runs[0]])

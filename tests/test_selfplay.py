@@ -14,7 +14,7 @@ from arena.train.basemodel import build_base
 from arena.train.config import BaseConfig, PoolConfig, SelfPlayConfig, TrainConfig
 from arena.train.fuse import copy_snapshot, fuse_round
 from arena.train.grpo.rollouts import play_round, round_seeds, selfplay_schedule
-from arena.train.grpo.step import learner_decisions, train_round
+from arena.train.grpo.step import learner_decisions, round_clip, round_learning_rate, train_round
 from arena.train.pool import build_pool, load_pool, sample_opponents
 
 TINY = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64,
@@ -69,6 +69,27 @@ def test_advantages_group_by_deal_or_by_deal_and_seat():
     by_seat = learner_decisions(records, "mlx:learner", TrainConfig(group_by="seat"))
     np.testing.assert_allclose(by_seat.advantages, [1.0, 0.0, -1.0, 0.0])
     assert by_seat.zero_group.tolist() == [False, True, False, True] and not by_deal.zero_group.any()
+
+
+def test_learning_rate_decays_over_the_rounds_at_the_chosen_rate():
+    # 64 steps a round: global step 192 is the start of round 4 (three rounds done).
+    rates = {decay: [round_learning_rate(TrainConfig(lr=1.0e-3, lr_decay=decay), step, 64) for step in (0, 64, 192)]
+             for decay in ("constant", "inverse_sqrt", "inverse")}
+    np.testing.assert_allclose(rates["constant"], [1.0e-3, 1.0e-3, 1.0e-3])
+    np.testing.assert_allclose(rates["inverse_sqrt"], [1.0e-3, 1.0e-3 / np.sqrt(2), 1.0e-3 / 2])
+    np.testing.assert_allclose(rates["inverse"], [1.0e-3, 1.0e-3 / 2, 1.0e-3 / 4])
+    with pytest.raises(ConfigError, match="train.lr_decay"):
+        TrainConfig(lr_decay="cosine")
+
+
+def test_the_clip_shrinks_round_by_round_at_the_chosen_rate():
+    clips = {decay: [round_clip(TrainConfig(clip_eps=0.2, clip_decay=decay), n) for n in (1, 2, 4)]
+             for decay in ("constant", "inverse_sqrt", "inverse")}
+    np.testing.assert_allclose(clips["constant"], [0.2, 0.2, 0.2])
+    np.testing.assert_allclose(clips["inverse_sqrt"], [0.2, 0.2 / np.sqrt(2), 0.1])
+    np.testing.assert_allclose(clips["inverse"], [0.2, 0.1, 0.05])
+    with pytest.raises(ConfigError, match="train.clip_decay"):
+        TrainConfig(clip_decay="linear")
 
 
 @pytest.mark.parametrize("method", ["full", "lora"])

@@ -52,7 +52,8 @@ class BaseConfig:
 METHODS = ("full", "lora")
 
 
-LR_DECAYS = ("constant", "inverse_sqrt")
+# How train.lr and train.clip_eps shrink over the rounds (arena.train.grpo.step.decayed).
+DECAYS = ("constant", "inverse_sqrt", "inverse")
 
 
 REFERENCES = ("base", "previous")
@@ -130,7 +131,7 @@ class TrainConfig:
 
     ``lookahead`` < 1 publishes the round's start weights moved that fraction of the way to its trained weights
     (arena.train.fuse.lookahead), so the next round starts there. ``group_by``: the games a reward is compared with
-    (``GROUP_BY``).
+    (``GROUP_BY``). ``lr_decay`` and ``clip_decay`` shrink the learning rate and the PPO clip over the rounds.
     """
 
     method: str = "full"
@@ -140,6 +141,7 @@ class TrainConfig:
     batch_size: int = 512
     beta: float = 0.05
     clip_eps: float = 0.2
+    clip_decay: str = "constant"
     reference: str = "base"
     normalise_std: bool = False
     group_by: str = "deal"
@@ -156,7 +158,8 @@ class TrainConfig:
         require_choice("train.method", self.method, METHODS)
         require(0 < self.lookahead <= 1 and (self.lookahead == 1 or self.method == "full"), "train.lookahead",
                 self.lookahead, "must be in (0, 1] (1: the round's trained weights as they are); < 1 needs method full")
-        require_choice("train.lr_decay", self.lr_decay, LR_DECAYS)
+        require_choice("train.lr_decay", self.lr_decay, DECAYS)
+        require_choice("train.clip_decay", self.clip_decay, DECAYS)
         require_choice("train.reference", self.reference, REFERENCES)
         require_choice("train.group_by", self.group_by, GROUP_BY)
         require(self.lr > 0 and math.isfinite(self.lr), "train.lr", self.lr, "must be a positive float")

@@ -7,7 +7,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -100,11 +100,26 @@ def learner_decisions(records: Sequence[Mapping[str, Any]], learner_spec: str, c
 # ----------------------------------------------------------------------------------------------- training
 
 
-def _learning_rate(config: TrainConfig, global_step: int, steps_per_round: int) -> float:
-    if config.lr_decay == "inverse_sqrt":
-        # Decay over the whole multi-round run (global steps), as the tabular study's best recipe does.
-        return config.lr / math.sqrt(1.0 + global_step / steps_per_round)
-    return config.lr
+def decayed(value: float, decay: str, rounds: float) -> float:
+    """``value`` after ``rounds`` rounds (a fraction within a round) under a decay of DECAYS."""
+    if decay == "inverse_sqrt":
+        return value / math.sqrt(1.0 + rounds)
+    if decay == "inverse":  # 1/t, the Robbins-Monro rate: steps sum to infinity, their squares do not
+        return value / (1.0 + rounds)
+    return value
+
+
+def round_learning_rate(config: TrainConfig, global_step: int, steps_per_round: int) -> float:
+    """The learning rate at ``global_step`` of the run, ``steps_per_round`` steps a round, under ``train.lr_decay``."""
+    # Decay over the whole multi-round run (global steps, in rounds), as the tabular study's best recipe does.
+    return decayed(config.lr, config.lr_decay, global_step / steps_per_round)
+
+
+def round_clip(config: TrainConfig, round_number: int) -> float:
+    """Round ``round_number``'s PPO clip under ``train.clip_decay``. Adam moves a near-indifferent decision's
+    probability to the clip's edge whatever its (noisy) advantage, so the clip, not the learning rate, sets how far
+    noise moves the policy a round (bench/results/clip_schedule.md)."""
+    return decayed(config.clip_eps, config.clip_decay, round_number - 1)
 
 
 def _reference_logp(ref: MLXPlayer, data: Decisions, keep: np.ndarray, temperature: float) -> np.ndarray:
@@ -162,7 +177,7 @@ def _run_steps(update: GRPOUpdate, data: Decisions, keep: np.ndarray, logp_ref: 
         global_step = (at.round_number - 1) * at.iterations * config.steps + step
         result = update([data.observations[i] for i in picked], data.chosen[picked], data.logp_old[picked],
                         logp_ref[picked], data.advantages[picked],
-                        _learning_rate(config, global_step, at.iterations * config.steps))
+                        round_learning_rate(config, global_step, at.iterations * config.steps))
         log.append(_log_row(step, iteration, result, data, picked, time.perf_counter() - start))
     return log
 
@@ -239,7 +254,7 @@ def optimise(policy: MLXPlayer, ref: MLXPlayer, data: Decisions, snapshot: str |
         print(f"[arena] train r{round_number}: "
               f"{budget_note(policy.shape, config.max_batch_tokens, 'train.max_batch_tokens', training=True)}",
               file=sys.stderr)
-    update = GRPOUpdate(policy, config, temperature, world)
+    update = GRPOUpdate(policy, replace(config, clip_eps=round_clip(config, round_number)), temperature, world)
     start = policy.model.parameters()  # the update replaces arrays, never mutates them: this stays the start
     bar = tqdm(total=config.steps * iterations.count, desc=f"train r{round_number}", unit="step", file=sys.stderr,
                disable=None if progress and world.is_writer else True, leave=False)
