@@ -150,3 +150,39 @@ def test_compare_runs_overlays_one_exact_measure_of_several_runs(tmp_path, capsy
     assert table[2:] == ["| a | 0.350 | 0.300 |  |", "| b | 0.350 | 0.200 | 0.100 |"]
     with pytest.raises(SystemExit, match="no exact measure 'nashconv'"):
         main(["--png", str(png), "--key", "nashconv", runs[0]])
+
+
+def test_branch_rollouts_estimate_each_info_sets_exact_value_gap():
+    import numpy as np
+    from kuhn_kl_floor import action_gaps
+    from kuhn_neurd import branch_rollout
+
+    from arena.games import kuhn_theory as kt
+
+    rng = np.random.default_rng(3)
+    bet = rng.uniform(0.2, 0.8, len(kt.INFO_SETS))
+    cards = np.array([rng.permutation(3)[:2] for _ in range(60_000)])
+    visits = []
+    chips = branch_rollout("", cards[:, 0], cards[:, 1], bet, rng, visits)
+    info, gap = (np.concatenate([v[k] for v in visits]) for k in (0, 1))
+    exact = action_gaps(kt.policy_from_array(bet))
+    sampled = {name: gap[info == kt.INFO_SET_INDEX[name]].mean() for name in kt.INFO_SETS}
+    assert all(abs(sampled[name] - exact[name]) < 0.06 for name in kt.INFO_SETS), (sampled, exact)
+    assert abs(chips.mean() - kt.self_play_value(kt.policy_from_array(bet))) < 0.03
+
+
+def test_neurd_moves_a_saturated_wrong_decision_where_the_policy_gradient_barely_does():
+    import numpy as np
+    from kuhn_neurd import Arm, run, step
+
+    from arena.games import kuhn_theory as kt
+
+    jack_calls = kt.INFO_SET_INDEX["0b"]  # calling a bet with the Jack always loses 2 chips where folding loses 1
+    moved = {}
+    for rule in ("neurd", "allpg"):
+        theta = np.zeros(len(kt.INFO_SETS))
+        theta[jack_calls] = 5.0  # saturated: calls 0.993 of the time
+        step(theta, np.full(theta.size, 0.5), Arm(rule), 4096, np.random.default_rng(0), lr=1.0)
+        moved[rule] = 5.0 - theta[jack_calls]
+    assert moved["neurd"] > 0.05 and moved["neurd"] > 20 * moved["allpg"] > 0
+    assert run(Arm("neurd"), 3, 16, seed=1, every=1) == run(Arm("neurd"), 3, 16, seed=1, every=1)
