@@ -1,6 +1,6 @@
 """Study: NeuRD's all-actions update on a tabular Kuhn policy, its action values from branch rollouts.
 
-    python bench/kuhn_neurd.py [--steps 400] [--deals 256] [--seeds 2] [--out bench/results/kuhn_neurd.md]
+    python bench/kuhn_neurd.py [--games 350000] [--deals 256] [--seeds 3] [--first-seed 0] [--png PNG] [--sweep]
 
 Why: the neural pipeline's Kuhn policy rests at 0.11-0.16 on saturated decisions (bench/results/clip_schedule.md).
 Any unbiased sampled policy gradient moves a decision's logit by pi (1 - pi) x (q_bet - q_pass) in expectation, which
@@ -40,6 +40,7 @@ class Arm:
     magnet_every: int = 0
     logit_clip: float = 6.0
     decay_steps: int = 0  # > 0: the step size is lr / sqrt(1 + step / decay_steps)
+    deals: int | None = None  # deals a step (None: the command line's --deals)
 
 
 def payoff(history: str, first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -104,19 +105,21 @@ def step(theta: np.ndarray, magnet: np.ndarray, arm: Arm, deals: int, rng: np.ra
     return deals + len(info)  # every branch is a game
 
 
-def run(arm: Arm, steps: int, deals: int, seed: int, every: int = 10) -> list[tuple[int, float]]:
-    """The arm's curve: (games so far, exploitability of the last iterate) every ``every`` steps, from uniform."""
+def run(arm: Arm, games: int, deals: int, seed: int, every: int = 10) -> list[tuple[int, float]]:
+    """The arm's curve from uniform until ``games`` games are played: (games so far, exploitability of the last
+    iterate) every ``every`` steps and at the end; ``deals`` a step unless the arm sets its own."""
     rng = np.random.default_rng(seed)
-    theta, games = np.zeros(len(INFO_SET_INDEX)), 0
+    theta, played, n = np.zeros(len(INFO_SET_INDEX)), 0, 0
     magnet = np.full(theta.size, 0.5)
     curve = [(0, exploitability(policy_from_array(magnet)))]
-    for n in range(1, steps + 1):
+    while played < games:
+        n += 1
         lr = arm.lr / np.sqrt(1.0 + (n - 1) / arm.decay_steps) if arm.decay_steps else arm.lr
-        games += step(theta, magnet, arm, deals, rng, lr)
+        played += step(theta, magnet, arm, arm.deals or deals, rng, lr)
         if arm.magnet_every and n % arm.magnet_every == 0:
             magnet = 1.0 / (1.0 + np.exp(-theta))
-        if n % every == 0:
-            curve.append((games, exploitability(policy_from_array(1.0 / (1.0 + np.exp(-theta))))))
+        if n % every == 0 or played >= games:
+            curve.append((played, exploitability(policy_from_array(1.0 / (1.0 + np.exp(-theta))))))
     return curve
 
 
@@ -129,7 +132,10 @@ ARMS = {
     "neurd,lr4,decay,rnad(beta0.2,every20)": Arm("neurd", lr=4.0, decay_steps=20, beta=0.2, magnet_every=20),
     "neurd,lr4,decay,rnad(beta0.2,every40)": Arm("neurd", lr=4.0, decay_steps=20, beta=0.2, magnet_every=40),
     "neurd,lr4,decay,rnad(beta0.5,every20)": Arm("neurd", lr=4.0, decay_steps=20, beta=0.5, magnet_every=20),
+    # One of the sweep's best at 65k games (seeds 0-2, 81 settings), checked on seeds 10-19 (results/kuhn_neurd.md).
+    "neurd,lr8,decay,rnad(beta0.5,every20)": Arm("neurd", lr=8.0, decay_steps=20, beta=0.5, magnet_every=20),
 }
+SWEEP = {"deals": (64, 128, 256), "lr": (2.0, 4.0, 8.0), "beta": (0.2, 0.5, 1.0), "magnet_every": (20, 40, 80)}
 CHECKPOINTS = (16_384, 32_768, 65_536, 98_304, 131_072, 196_608)
 
 
@@ -157,18 +163,30 @@ def table(curves: dict[str, list[list[tuple[int, float]]]]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--games", type=int, default=350_000, help="games a run, branch rollouts included")
     parser.add_argument("--deals", type=int, default=256)
-    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--sweep", action="store_true", help="NeuRD with R-NaD over SWEEP's grid; the best 10")
     parser.add_argument("--arms", nargs="*", default=list(ARMS), choices=list(ARMS))
     parser.add_argument("--png", type=Path, help="the seed-mean curves, exploitability against games")
     args = parser.parse_args(argv)
-    curves = {name: [run(ARMS[name], args.steps, args.deals, seed) for seed in range(args.seeds)]
-              for name in args.arms}
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    arms = sweep_arms() if args.sweep else {name: ARMS[name] for name in args.arms}
+    curves = {name: [run(arm, args.games, args.deals, seed) for seed in seeds] for name, arm in arms.items()}
+    if args.sweep:
+        curves = dict(sorted(curves.items(), key=lambda item: np.mean([at_games(c, 65_536) for c in item[1]]))[:10])
     print("\n".join(table(curves)))
     if args.png:
         plot(curves, args.png)
     return 0
+
+
+def sweep_arms() -> dict[str, Arm]:
+    """NeuRD with a moving magnet at every setting of SWEEP (lr decayed as in ``lr4,decay``)."""
+    return {f"neurd,deals{d},lr{lr:g},decay,rnad(beta{b:g},every{k})":
+            Arm("neurd", lr=lr, decay_steps=20, beta=b, magnet_every=k, deals=d)
+            for d in SWEEP["deals"] for lr in SWEEP["lr"] for b in SWEEP["beta"] for k in SWEEP["magnet_every"]}
 
 
 def plot(curves: dict[str, list[list[tuple[int, float]]]], path: Path) -> None:
