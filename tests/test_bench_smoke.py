@@ -186,3 +186,20 @@ def test_neurd_moves_a_saturated_wrong_decision_where_the_policy_gradient_barely
         moved[rule] = 5.0 - theta[jack_calls]
     assert moved["neurd"] > 0.05 and moved["neurd"] > 20 * moved["allpg"] > 0
     assert run(Arm("neurd"), 200, 16, seed=1, every=1) == run(Arm("neurd"), 200, 16, seed=1, every=1)
+
+
+def test_exact_neurd_probe_visits_and_its_table_converges():
+    import numpy as np
+    from kuhn_neurd_network import run_table, tabular_target, visits
+
+    from arena.games import kuhn_theory as kt
+
+    uniform = kt.uniform_policy()
+    v = dict(zip(kt.INFO_SETS, visits(uniform), strict=True))
+    assert v["0"] == pytest.approx(1 / 3) and v["0p"] == pytest.approx(1 / 6) and v["0pb"] == pytest.approx(1 / 12)
+    assert sum(v[name] for name in kt.INFO_SETS if len(name) == 2) == pytest.approx(1.0)  # the second mover, once
+    magnet = np.full(len(kt.INFO_SETS), 0.5)
+    moved = dict(zip(kt.INFO_SETS, tabular_target(uniform, magnet, 1.0, 0.0), strict=True))
+    assert moved["0b"] < 0.5 < moved["2b"]  # the Jack folds to a bet more, the King calls more
+    curve = run_table(uniform, 200, 8.0, 0.5, 20)
+    assert curve[0] > 0.45 and curve[-1] < 0.01  # exact NeuRD with a moving magnet reaches equilibrium

@@ -1,0 +1,212 @@
+"""Study: does the default's network follow NeuRD with a moving magnet on Kuhn, given exact expected updates?
+
+    python bench/kuhn_neurd_network.py [--steps 600] [--lr 1e-3] [--model artifacts/models/base]
+
+`bench/kuhn_neurd.py` shows that a *table* of logits under NeuRD's update with an R-NaD magnet converges below 0.05
+where the policy gradient stalls. A network shares its weights across information sets and is trained with Adam, so
+the same dynamics may not carry over. This asks that question without sampling noise: each step's loss is the exact
+expectation of the sampled one (every information set weighted by how often self-play visits it, its exact value
+gap from arena.games.kuhn_theory), applied to the embedded model through its own scoring (the compact prompts).
+
+Losses per information set I (v_I its visit probability, z_I = log pi(bet) - log pi(pass), gap_I = q_bet - q_pass):
+- ``neurd``: -v_I x gap_I / 2 x z_I (NeuRD: z moves by the gap, whatever pi);
+- ``pg``: -v_I x gap_I x pi_I(bet) (the policy gradient: z moves by pi (1 - pi) x gap);
+both plus beta x v_I x KL(rho_I || pi_I), the magnet rho moved to the current policy every ``magnet_every`` steps.
+Prints the exact exploitability every 20 steps. Nothing here is a game outcome: it is a probe of the optimiser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from arena.core.blas import ensure_fast_blas
+
+ensure_fast_blas()  # before anything imports mlx
+
+# isort: split
+import mlx.core as mx  # noqa: E402
+import mlx.nn as nn  # noqa: E402
+import mlx.optimizers as optim  # noqa: E402
+import numpy as np  # noqa: E402
+from kuhn_kl_floor import action_gaps  # noqa: E402  (bench/, beside this file)
+
+from arena.games import kuhn_theory as kt  # noqa: E402
+from arena.players.mlx import MLXPlayer  # noqa: E402
+from arena.players.policy import AGGRESSIVE, canonical_observations  # noqa: E402
+from arena.players.scoring import action_loglik, masked_log_softmax  # noqa: E402
+
+
+def visits(policy: kt.Policy) -> np.ndarray:
+    """Per information set (INFO_SETS order), the probability that self-play under ``policy`` reaches it."""
+    out = np.zeros(len(kt.INFO_SETS))
+    for index, name in enumerate(kt.INFO_SETS):
+        card, history, player = int(name[0]), name[1:], kt.player_of(name)
+        for deal in kt.DEALS:
+            if deal[player] != card:
+                continue
+            reach = 1.0 / len(kt.DEALS)
+            for depth, action in enumerate(history):
+                bet = policy[f"{deal[depth % 2]}{history[:depth]}"]
+                reach *= bet if action == "b" else 1.0 - bet
+            out[index] += reach
+    return out
+
+
+class Probe:
+    """The model, its 12 canonical observations' scoring pass, and the bet action's index in each."""
+
+    def __init__(self, model_dir: Path) -> None:
+        self.player = MLXPlayer(model_dir)
+        observations = list(canonical_observations().values())
+        ((_, _, self.batch),) = list(self.player.scoring_passes(observations))
+        offsets = np.asarray(self.batch.action_offsets)
+        aggressive = [next(i for i, a in enumerate(o.legal_actions) if a in AGGRESSIVE) for o in observations]
+        self.bet = mx.array(offsets[:-1] + np.asarray(aggressive))
+        self.passive = mx.array(offsets[:-1] + 1 - np.asarray(aggressive))  # two legal actions at every info set
+
+    def log_probs(self, model) -> tuple[mx.array, mx.array]:
+        """log pi(bet), log pi(pass) at each information set, differentiable."""
+        logp = masked_log_softmax(action_loglik(model, self.batch), self.batch.action_offsets, 1.0)
+        return logp[self.bet], logp[self.passive]
+
+    def policy(self) -> dict[str, float]:
+        """P(bet) at each information set, from the logit gap in float64 (exp of a float32 log-probability near 0
+        rounds a saturated decision to exactly 1, and an unreachable info set has no value gap)."""
+        bet, passive = self.log_probs(self.player.model)
+        gap = np.array(bet - passive, dtype=np.float64)
+        return kt.policy_from_array(1.0 / (1.0 + np.exp(-gap)))
+
+
+LOGIT_CLIP = 6.0
+
+
+def loss_fn(probe: Probe, rule: str, beta: float):
+    """The rule's exact expected loss as a function of (model, visit weights, gaps, magnet)."""
+
+    def loss(model, weight: mx.array, gap: mx.array, magnet: mx.array) -> mx.array:
+        bet, passive = probe.log_probs(model)
+        z = bet - passive
+        # NeuRD's threshold: no push past +-LOGIT_CLIP (a dominated action's logit would otherwise grow without end).
+        inside = mx.stop_gradient(((gap > 0) & (z < LOGIT_CLIP)) | ((gap < 0) & (z > -LOGIT_CLIP)))
+        push = mx.where(inside, gap / 2 * z, 0.0) if rule == "neurd" else gap * mx.exp(bet)
+        kl = magnet * (mx.log(magnet) - bet) + (1 - magnet) * (mx.log(1 - magnet) - passive)
+        return (weight * (beta * kl - push)).sum()
+
+    return loss
+
+
+def tabular_target(policy: kt.Policy, magnet: np.ndarray, lr: float, beta: float) -> np.ndarray:
+    """P(bet) after one exact tabular NeuRD step of ``bench/kuhn_neurd.py`` (its expectation: each info set's logit
+    moves by lr x v_I x (gap_I / 2 - beta (pi_I - rho_I)), clipped at +-LOGIT_CLIP)."""
+    bet = np.array([policy[name] for name in kt.INFO_SETS])
+    gaps = action_gaps(policy)
+    gap = np.array([gaps[name] for name in kt.INFO_SETS])
+    z = np.log(bet) - np.log1p(-bet)
+    z = np.clip(z + lr * visits(policy) * (gap / 2 - beta * (bet - magnet)), -LOGIT_CLIP, LOGIT_CLIP)
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def project(probe: Probe, target: np.ndarray, optimizer, inner: int, step) -> None:
+    """``inner`` optimiser steps of the model towards ``target`` (P(bet) per info set): KL(target || pi), summed."""
+    goal = mx.array(target, dtype=mx.float32)
+    for _ in range(inner):
+        _, grads = step(probe.player.model, goal)
+        optimizer.update(probe.player.model, grads)
+        mx.eval(probe.player.model.parameters(), optimizer.state)
+
+
+def run_projected(model_dir: Path, steps: int, lr: float, tab_lr: float, beta: float, magnet_every: int,
+                  inner: int) -> list[float]:
+    """NeuRD with R-NaD as a tabular target each outer step, fitted into the network by ``inner`` Adam steps (lr
+    ``lr``); exploitability every 20 outer steps."""
+    probe = Probe(model_dir)
+
+    def fit(model, goal):
+        bet, passive = probe.log_probs(model)
+        return (goal * (mx.log(goal) - bet) + (1 - goal) * (mx.log(1 - goal) - passive)).sum()
+
+    step = nn.value_and_grad(probe.player.model, fit)
+    optimizer = optim.Adam(learning_rate=lr)
+    policy = probe.policy()
+    magnet = np.array([policy[name] for name in kt.INFO_SETS])
+    curve = [kt.exploitability(policy)]
+    for n in range(1, steps + 1):
+        rate = tab_lr / np.sqrt(1.0 + (n - 1) / 20)
+        project(probe, tabular_target(policy, magnet, rate, beta), optimizer, inner, step)
+        policy = probe.policy()
+        if magnet_every and n % magnet_every == 0:
+            magnet = np.array([policy[name] for name in kt.INFO_SETS])
+        if n % 20 == 0:
+            curve.append(kt.exploitability(policy))
+    return curve
+
+
+def run_table(start: kt.Policy, steps: int, tab_lr: float, beta: float, magnet_every: int) -> list[float]:
+    """The same exact tabular NeuRD steps without a network (each target taken as it is), from ``start``."""
+    policy = dict(start)
+    magnet = np.array([policy[name] for name in kt.INFO_SETS])
+    curve = [kt.exploitability(policy)]
+    for n in range(1, steps + 1):
+        policy = kt.policy_from_array(tabular_target(policy, magnet, tab_lr / np.sqrt(1.0 + (n - 1) / 20), beta))
+        if magnet_every and n % magnet_every == 0:
+            magnet = np.array([policy[name] for name in kt.INFO_SETS])
+        if n % 20 == 0:
+            curve.append(kt.exploitability(policy))
+    return curve
+
+
+def run(model_dir: Path, rule: str, steps: int, lr: float, beta: float, magnet_every: int, optimizer_name: str = "adam",
+        decay: int = 0) -> list[float]:
+    """Exploitability every 20 steps of the optimiser on the rule's exact loss, from the model's own policy; the
+    step size lr / sqrt(1 + step / ``decay``) where ``decay`` > 0."""
+    probe = Probe(model_dir)
+    step = nn.value_and_grad(probe.player.model, loss_fn(probe, rule, beta))
+    optimizer = optim.Adam(learning_rate=lr) if optimizer_name == "adam" else optim.SGD(learning_rate=lr)
+    policy = probe.policy()
+    magnet = mx.array([policy[name] for name in kt.INFO_SETS])
+    curve = [kt.exploitability(policy)]
+    for n in range(1, steps + 1):
+        optimizer.learning_rate = lr / np.sqrt(1.0 + (n - 1) / decay) if decay else lr
+        gaps = action_gaps(policy)
+        _, grads = step(probe.player.model, mx.array(visits(policy), dtype=mx.float32),
+                        mx.array([gaps[name] for name in kt.INFO_SETS], dtype=mx.float32), magnet)
+        optimizer.update(probe.player.model, grads)
+        mx.eval(probe.player.model.parameters(), optimizer.state)
+        policy = probe.policy()
+        if magnet_every and n % magnet_every == 0:
+            magnet = mx.array([min(max(policy[name], 1e-6), 1 - 1e-6) for name in kt.INFO_SETS])
+        if n % 20 == 0:
+            curve.append(kt.exploitability(policy))
+    return curve
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, default=Path("artifacts/models/base"))
+    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--lr", type=float, default=1.0e-3)
+    parser.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
+    parser.add_argument("--decay", type=int, default=0, help="> 0: lr / sqrt(1 + step / DECAY)")
+    parser.add_argument("--inner", type=int, default=20, help="projected: Adam steps fitting each target")
+    parser.add_argument("--tab-lr", type=float, default=8.0, help="projected: the tabular NeuRD step size")
+    parser.add_argument("--arms", nargs="+", default=["neurd:0.2:40", "neurd:0:0", "pg:0.2:40", "pg:0.05:0"],
+                        help="RULE:BETA:MAGNET_EVERY (0: the magnet stays the model's own start policy)")
+    args = parser.parse_args(argv)
+    print(f"| arm | {' | '.join(str(20 * k) for k in range(args.steps // 20 + 1))} |")
+    print("|---" * (args.steps // 20 + 2) + "|")
+    for arm in args.arms:
+        rule, beta, every = arm.split(":")
+        if rule == "table":
+            curve = run_table(Probe(args.model).policy(), args.steps, args.tab_lr, float(beta), int(every))
+        elif rule == "projected":
+            curve = run_projected(args.model, args.steps, args.lr, args.tab_lr, float(beta), int(every), args.inner)
+        else:
+            curve = run(args.model, rule, args.steps, args.lr, float(beta), int(every), args.optimizer, args.decay)
+        print(f"| {arm} | {' | '.join(f'{v:.3f}' for v in curve)} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
