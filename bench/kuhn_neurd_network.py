@@ -1,18 +1,21 @@
-"""Study: does the default's network follow NeuRD with a moving magnet on Kuhn, given exact expected updates?
+"""Study: does the default's network follow NeuRD with a moving magnet on Kuhn, as a gradient or as a fitted target?
 
-    python bench/kuhn_neurd_network.py [--steps 600] [--lr 1e-3] [--model artifacts/models/base]
+    python bench/kuhn_neurd_network.py [--steps 300] [--lr 1e-4] [--arms RULE:BETA:EVERY ...] [--inner 10]
+                                      [--tab-lr 8] [--deals 256] [--seed 0] [--model artifacts/models/base]
 
 `bench/kuhn_neurd.py` shows that a *table* of logits under NeuRD's update with an R-NaD magnet converges below 0.05
 where the policy gradient stalls. A network shares its weights across information sets and is trained with Adam, so
-the same dynamics may not carry over. This asks that question without sampling noise: each step's loss is the exact
-expectation of the sampled one (every information set weighted by how often self-play visits it, its exact value
-gap from arena.games.kuhn_theory), applied to the embedded model through its own scoring (the compact prompts).
-
-Losses per information set I (v_I its visit probability, z_I = log pi(bet) - log pi(pass), gap_I = q_bet - q_pass):
-- ``neurd``: -v_I x gap_I / 2 x z_I (NeuRD: z moves by the gap, whatever pi);
-- ``pg``: -v_I x gap_I x pi_I(bet) (the policy gradient: z moves by pi (1 - pi) x gap);
-both plus beta x v_I x KL(rho_I || pi_I), the magnet rho moved to the current policy every ``magnet_every`` steps.
-Prints the exact exploitability every 20 steps. Nothing here is a game outcome: it is a probe of the optimiser.
+the same dynamics may not carry over. The embedded model is trained through arena's own scoring of Kuhn's 12 compact
+prompts, from its stock policy, under one of these rules (v_I: information set I's visit probability in self-play,
+z_I = log pi(bet) - log pi(pass), gap_I = q_bet - q_pass, exact from arena.games.kuhn_theory):
+- ``neurd``: the exact expected NeuRD loss -v_I gap_I / 2 z_I (no push past +-LOGIT_CLIP), as a gradient;
+- ``pg``: the exact expected policy-gradient loss -v_I gap_I pi_I(bet), as a gradient;
+  both plus beta v_I KL(rho_I || pi_I), the magnet rho moved to the current policy every EVERY steps;
+- ``table``: the exact tabular NeuRD + R-NaD step, no network (the path the others are measured against);
+- ``projected``: that exact step as a target, fitted into the network by ``--inner`` Adam steps on KL(target || pi);
+- ``sampled``: the same, the target from ``--deals`` self-play games with branch rollouts (bench/kuhn_neurd.py) played
+  by the network's own policy; its points carry the games played so far, branches included.
+Prints the exact exploitability every 20 steps.
 """
 
 from __future__ import annotations
@@ -117,11 +120,25 @@ def project(probe: Probe, target: np.ndarray, optimizer, inner: int, step) -> No
         mx.eval(probe.player.model.parameters(), optimizer.state)
 
 
+def sampled_target(policy: kt.Policy, magnet: np.ndarray, lr: float, beta: float, deals: int,
+                   rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """P(bet) after one *sampled* tabular NeuRD step of ``bench/kuhn_neurd.py`` from ``policy`` (``deals`` self-play
+    games with branch rollouts, the model's own policy in both seats), and the games it played, branches included."""
+    from kuhn_neurd import Arm, step
+
+    bet = np.array([policy[name] for name in kt.INFO_SETS])
+    theta = np.log(bet) - np.log1p(-bet)
+    games = step(theta, magnet, Arm("neurd", beta=beta, logit_clip=LOGIT_CLIP), deals, rng, lr)
+    return 1.0 / (1.0 + np.exp(-theta)), games
+
+
 def run_projected(model_dir: Path, steps: int, lr: float, tab_lr: float, beta: float, magnet_every: int,
-                  inner: int) -> list[float]:
-    """NeuRD with R-NaD as a tabular target each outer step, fitted into the network by ``inner`` Adam steps (lr
-    ``lr``); exploitability every 20 outer steps."""
+                  inner: int, deals: int = 0, seed: int = 0) -> list[float | str]:
+    """NeuRD with R-NaD as a tabular target each outer step (exact; or sampled from ``deals`` games with branches
+    where ``deals`` > 0), fitted into the network by ``inner`` Adam steps (lr ``lr``); exploitability every 20 outer
+    steps (sampled: with the games played so far, as "EXPLOITABILITY@GAMES")."""
     probe = Probe(model_dir)
+    rng, games = np.random.default_rng(seed), 0
 
     def fit(model, goal):
         bet, passive = probe.log_probs(model)
@@ -134,12 +151,17 @@ def run_projected(model_dir: Path, steps: int, lr: float, tab_lr: float, beta: f
     curve = [kt.exploitability(policy)]
     for n in range(1, steps + 1):
         rate = tab_lr / np.sqrt(1.0 + (n - 1) / 20)
-        project(probe, tabular_target(policy, magnet, rate, beta), optimizer, inner, step)
+        if deals:
+            target, played = sampled_target(policy, magnet, rate, beta, deals, rng)
+            games += played
+        else:
+            target = tabular_target(policy, magnet, rate, beta)
+        project(probe, target, optimizer, inner, step)
         policy = probe.policy()
         if magnet_every and n % magnet_every == 0:
             magnet = np.array([policy[name] for name in kt.INFO_SETS])
         if n % 20 == 0:
-            curve.append(kt.exploitability(policy))
+            curve.append(f"{kt.exploitability(policy):.3f}@{games}" if deals else kt.exploitability(policy))
     return curve
 
 
@@ -190,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
     parser.add_argument("--decay", type=int, default=0, help="> 0: lr / sqrt(1 + step / DECAY)")
     parser.add_argument("--inner", type=int, default=20, help="projected: Adam steps fitting each target")
+    parser.add_argument("--deals", type=int, default=256, help="sampled: self-play deals an outer step")
+    parser.add_argument("--seed", type=int, default=0, help="sampled: the games' seed")
     parser.add_argument("--tab-lr", type=float, default=8.0, help="projected: the tabular NeuRD step size")
     parser.add_argument("--arms", nargs="+", default=["neurd:0.2:40", "neurd:0:0", "pg:0.2:40", "pg:0.05:0"],
                         help="RULE:BETA:MAGNET_EVERY (0: the magnet stays the model's own start policy)")
@@ -200,11 +224,12 @@ def main(argv: list[str] | None = None) -> int:
         rule, beta, every = arm.split(":")
         if rule == "table":
             curve = run_table(Probe(args.model).policy(), args.steps, args.tab_lr, float(beta), int(every))
-        elif rule == "projected":
-            curve = run_projected(args.model, args.steps, args.lr, args.tab_lr, float(beta), int(every), args.inner)
+        elif rule in ("projected", "sampled"):
+            curve = run_projected(args.model, args.steps, args.lr, args.tab_lr, float(beta), int(every), args.inner,
+                                  args.deals if rule == "sampled" else 0, args.seed)
         else:
             curve = run(args.model, rule, args.steps, args.lr, float(beta), int(every), args.optimizer, args.decay)
-        print(f"| {arm} | {' | '.join(f'{v:.3f}' for v in curve)} |", flush=True)
+        print(f"| {arm} | {' | '.join(v if isinstance(v, str) else f'{v:.3f}' for v in curve)} |", flush=True)
     return 0
 
 

@@ -203,3 +203,17 @@ def test_exact_neurd_probe_visits_and_its_table_converges():
     assert moved["0b"] < 0.5 < moved["2b"]  # the Jack folds to a bet more, the King calls more
     curve = run_table(uniform, 200, 8.0, 0.5, 20)
     assert curve[0] > 0.45 and curve[-1] < 0.01  # exact NeuRD with a moving magnet reaches equilibrium
+
+
+def test_sampled_neurd_target_plays_branches_and_pulls_a_saturated_call_back():
+    import numpy as np
+    from kuhn_neurd_network import sampled_target
+
+    from arena.games import kuhn_theory as kt
+
+    policy = kt.uniform_policy()
+    policy["0b"] = 0.99  # the Jack calls a bet: 1 chip worse than folding, every time
+    target, games = sampled_target(policy, np.full(len(kt.INFO_SETS), 0.5), 8.0, 0.0, 512, np.random.default_rng(0))
+    assert games > 512 and np.all((target > 0) & (target < 1))
+    logit = np.log(target[kt.INFO_SET_INDEX["0b"]] / (1 - target[kt.INFO_SET_INDEX["0b"]]))
+    assert logit < np.log(99) - 0.3  # NeuRD's step ignores the saturation (the policy gradient's is ~0.01 of it)
