@@ -217,3 +217,19 @@ def test_sampled_neurd_target_plays_branches_and_pulls_a_saturated_call_back():
     assert games > 512 and np.all((target > 0) & (target < 1))
     logit = np.log(target[kt.INFO_SET_INDEX["0b"]] / (1 - target[kt.INFO_SET_INDEX["0b"]]))
     assert logit < np.log(99) - 0.3  # NeuRD's step ignores the saturation (the policy gradient's is ~0.01 of it)
+
+
+def test_leduc_neurd_advantages_average_to_zero_and_the_table_learns():
+    import numpy as np
+    from leduc_neurd import advantages, run, softmax
+
+    from arena.games import leduc_theory as lt
+
+    rng = np.random.default_rng(0)
+    sigma = softmax(rng.normal(size=(len(lt.tree().info_states), 3)))
+    push, total = advantages(sigma, "visits")
+    # Q(a) - V averages to zero under the policy itself at every state, so at every information state too.
+    np.testing.assert_allclose((sigma * push).sum(axis=1), 0.0, atol=1e-12)
+    assert total.min() > 0 and abs(push).max() > 1e-3
+    curve = run(100, 4.0, 0.2, 50, "counterfactual", (100,))
+    assert curve[0] == pytest.approx(lt.exploitability(lt.uniform_array())) and curve[100] < 1.0
