@@ -14,7 +14,8 @@ z_I = log pi(bet) - log pi(pass), gap_I = q_bet - q_pass, exact from arena.games
 - ``table``: the exact tabular NeuRD + R-NaD step, no network (the path the others are measured against);
 - ``projected``: that exact step as a target, fitted into the network by ``--inner`` Adam steps on KL(target || pi);
 - ``sampled``: the same, the target from ``--deals`` self-play games with branch rollouts (bench/kuhn_neurd.py) played
-  by the network's own policy; its points carry the games played so far, branches included.
+  by the network's own policy; its points carry the games played so far, branches included;
+- ``sampled-allpg``: ``sampled`` with the all-actions policy gradient's step (pi (1 - pi) x gap) as the target.
 Prints the exact exploitability every 20 steps.
 """
 
@@ -121,19 +122,20 @@ def project(probe: Probe, target: np.ndarray, optimizer, inner: int, step) -> No
 
 
 def sampled_target(policy: kt.Policy, magnet: np.ndarray, lr: float, beta: float, deals: int,
-                   rng: np.random.Generator) -> tuple[np.ndarray, int]:
-    """P(bet) after one *sampled* tabular NeuRD step of ``bench/kuhn_neurd.py`` from ``policy`` (``deals`` self-play
-    games with branch rollouts, the model's own policy in both seats), and the games it played, branches included."""
+                   rng: np.random.Generator, rule: str = "neurd") -> tuple[np.ndarray, int]:
+    """P(bet) after one *sampled* tabular step of ``bench/kuhn_neurd.py`` (``rule`` neurd or allpg) from ``policy``
+    (``deals`` self-play games with branch rollouts, the model's own policy in both seats), and the games it played,
+    branches included."""
     from kuhn_neurd import Arm, step
 
     bet = np.array([policy[name] for name in kt.INFO_SETS])
     theta = np.log(bet) - np.log1p(-bet)
-    games = step(theta, magnet, Arm("neurd", beta=beta, logit_clip=LOGIT_CLIP), deals, rng, lr)
+    games = step(theta, magnet, Arm(rule, beta=beta, logit_clip=LOGIT_CLIP), deals, rng, lr)
     return 1.0 / (1.0 + np.exp(-theta)), games
 
 
 def run_projected(model_dir: Path, steps: int, lr: float, tab_lr: float, beta: float, magnet_every: int,
-                  inner: int, deals: int = 0, seed: int = 0) -> list[float | str]:
+                  inner: int, deals: int = 0, seed: int = 0, rule: str = "neurd") -> list[float | str]:
     """NeuRD with R-NaD as a tabular target each outer step (exact; or sampled from ``deals`` games with branches
     where ``deals`` > 0), fitted into the network by ``inner`` Adam steps (lr ``lr``); exploitability every 20 outer
     steps (sampled: with the games played so far, as "EXPLOITABILITY@GAMES")."""
@@ -152,7 +154,7 @@ def run_projected(model_dir: Path, steps: int, lr: float, tab_lr: float, beta: f
     for n in range(1, steps + 1):
         rate = tab_lr / np.sqrt(1.0 + (n - 1) / 20)
         if deals:
-            target, played = sampled_target(policy, magnet, rate, beta, deals, rng)
+            target, played = sampled_target(policy, magnet, rate, beta, deals, rng, rule)
             games += played
         else:
             target = tabular_target(policy, magnet, rate, beta)
@@ -224,9 +226,10 @@ def main(argv: list[str] | None = None) -> int:
         rule, beta, every = arm.split(":")
         if rule == "table":
             curve = run_table(Probe(args.model).policy(), args.steps, args.tab_lr, float(beta), int(every))
-        elif rule in ("projected", "sampled"):
+        elif rule in ("projected", "sampled", "sampled-allpg"):
             curve = run_projected(args.model, args.steps, args.lr, args.tab_lr, float(beta), int(every), args.inner,
-                                  args.deals if rule == "sampled" else 0, args.seed)
+                                  0 if rule == "projected" else args.deals, args.seed,
+                                  "allpg" if rule == "sampled-allpg" else "neurd")
         else:
             curve = run(args.model, rule, args.steps, args.lr, float(beta), int(every), args.optimizer, args.decay)
         print(f"| {arm} | {' | '.join(v if isinstance(v, str) else f'{v:.3f}' for v in curve)} |", flush=True)
