@@ -43,6 +43,21 @@ class Arm:
     deals: int | None = None  # deals a step (None: the command line's --deals)
 
 
+def bet_probability(theta: np.ndarray) -> np.ndarray:
+    """P(bet or call) of bet-logits ``theta`` (the logistic function)."""
+    return 1.0 / (1.0 + np.exp(-theta))
+
+
+def bet_logit(bet: np.ndarray) -> np.ndarray:
+    """Inverse of ``bet_probability``."""
+    return np.log(bet) - np.log1p(-bet)
+
+
+def decayed(lr: float, step: int, decay_steps: int) -> float:
+    """Step ``step``'s (1-based) step size: ``lr`` / sqrt(1 + (step - 1) / ``decay_steps``), or ``lr`` if 0."""
+    return lr / np.sqrt(1.0 + (step - 1) / decay_steps) if decay_steps else lr
+
+
 def payoff(history: str, first: np.ndarray, second: np.ndarray) -> np.ndarray:
     """Chips won by the first mover at a terminal ``history``, per deal (cards ``first``, ``second``)."""
     stake = TERMINAL[history]
@@ -93,7 +108,7 @@ def step(theta: np.ndarray, magnet: np.ndarray, arm: Arm, deals: int, rng: np.ra
     """One batch of ``deals`` self-play games with branches and one update of ``theta`` (step size ``lr``) in place;
     the games played."""
     cards = np.array([rng.permutation(3)[:2] for _ in range(deals)])
-    bet = 1.0 / (1.0 + np.exp(-theta))
+    bet = bet_probability(theta)
     visits: list[tuple[np.ndarray, np.ndarray]] = []
     branch_rollout("", cards[:, 0], cards[:, 1], bet, rng, visits)
     info = np.concatenate([v[0] for v in visits])
@@ -114,12 +129,11 @@ def run(arm: Arm, games: int, deals: int, seed: int, every: int = 10) -> list[tu
     curve = [(0, exploitability(policy_from_array(magnet)))]
     while played < games:
         n += 1
-        lr = arm.lr / np.sqrt(1.0 + (n - 1) / arm.decay_steps) if arm.decay_steps else arm.lr
-        played += step(theta, magnet, arm, arm.deals or deals, rng, lr)
+        played += step(theta, magnet, arm, arm.deals or deals, rng, decayed(arm.lr, n, arm.decay_steps))
         if arm.magnet_every and n % arm.magnet_every == 0:
-            magnet = 1.0 / (1.0 + np.exp(-theta))
+            magnet = bet_probability(theta)
         if n % every == 0 or played >= games:
-            curve.append((played, exploitability(policy_from_array(1.0 / (1.0 + np.exp(-theta))))))
+            curve.append((played, exploitability(policy_from_array(bet_probability(theta)))))
     return curve
 
 

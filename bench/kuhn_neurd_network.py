@@ -35,6 +35,8 @@ import mlx.nn as nn  # noqa: E402
 import mlx.optimizers as optim  # noqa: E402
 import numpy as np  # noqa: E402
 from kuhn_kl_floor import action_gaps  # noqa: E402  (bench/, beside this file)
+from kuhn_neurd import Arm, bet_logit, bet_probability, decayed  # noqa: E402
+from kuhn_neurd import step as sampled_step  # noqa: E402
 
 from arena.games import kuhn_theory as kt  # noqa: E402
 from arena.players.mlx import MLXPlayer  # noqa: E402
@@ -80,10 +82,11 @@ class Probe:
         rounds a saturated decision to exactly 1, and an unreachable info set has no value gap)."""
         bet, passive = self.log_probs(self.player.model)
         gap = np.array(bet - passive, dtype=np.float64)
-        return kt.policy_from_array(1.0 / (1.0 + np.exp(-gap)))
+        return kt.policy_from_array(bet_probability(gap))
 
 
 LOGIT_CLIP = 6.0
+TARGET_DECAY = 20  # the tabular step size decays as in kuhn_neurd.py's ``lrN,decay`` arms
 
 
 def loss_fn(probe: Probe, rule: str, beta: float):
@@ -104,12 +107,11 @@ def loss_fn(probe: Probe, rule: str, beta: float):
 def tabular_target(policy: kt.Policy, magnet: np.ndarray, lr: float, beta: float) -> np.ndarray:
     """P(bet) after one exact tabular NeuRD step of ``bench/kuhn_neurd.py`` (its expectation: each info set's logit
     moves by lr x v_I x (gap_I / 2 - beta (pi_I - rho_I)), clipped at +-LOGIT_CLIP)."""
-    bet = np.array([policy[name] for name in kt.INFO_SETS])
+    bet = kt.policy_to_array(policy)
     gaps = action_gaps(policy)
     gap = np.array([gaps[name] for name in kt.INFO_SETS])
-    z = np.log(bet) - np.log1p(-bet)
-    z = np.clip(z + lr * visits(policy) * (gap / 2 - beta * (bet - magnet)), -LOGIT_CLIP, LOGIT_CLIP)
-    return 1.0 / (1.0 + np.exp(-z))
+    z = np.clip(bet_logit(bet) + lr * visits(policy) * (gap / 2 - beta * (bet - magnet)), -LOGIT_CLIP, LOGIT_CLIP)
+    return bet_probability(z)
 
 
 def project(probe: Probe, target: np.ndarray, optimizer, inner: int, step) -> None:
@@ -126,12 +128,9 @@ def sampled_target(policy: kt.Policy, magnet: np.ndarray, lr: float, beta: float
     """P(bet) after one *sampled* tabular step of ``bench/kuhn_neurd.py`` (``rule`` neurd or allpg) from ``policy``
     (``deals`` self-play games with branch rollouts, the model's own policy in both seats), and the games it played,
     branches included."""
-    from kuhn_neurd import Arm, step
-
-    bet = np.array([policy[name] for name in kt.INFO_SETS])
-    theta = np.log(bet) - np.log1p(-bet)
-    games = step(theta, magnet, Arm(rule, beta=beta, logit_clip=LOGIT_CLIP), deals, rng, lr)
-    return 1.0 / (1.0 + np.exp(-theta)), games
+    theta = bet_logit(kt.policy_to_array(policy))
+    games = sampled_step(theta, magnet, Arm(rule, beta=beta, logit_clip=LOGIT_CLIP), deals, rng, lr)
+    return bet_probability(theta), games
 
 
 def run_projected(model_dir: Path, steps: int, lr: float, tab_lr: float, beta: float, magnet_every: int,
@@ -149,10 +148,10 @@ def run_projected(model_dir: Path, steps: int, lr: float, tab_lr: float, beta: f
     step = nn.value_and_grad(probe.player.model, fit)
     optimizer = optim.Adam(learning_rate=lr)
     policy = probe.policy()
-    magnet = np.array([policy[name] for name in kt.INFO_SETS])
+    magnet = kt.policy_to_array(policy)
     curve = [kt.exploitability(policy)]
     for n in range(1, steps + 1):
-        rate = tab_lr / np.sqrt(1.0 + (n - 1) / 20)
+        rate = decayed(tab_lr, n, TARGET_DECAY)
         if deals:
             target, played = sampled_target(policy, magnet, rate, beta, deals, rng, rule)
             games += played
@@ -161,7 +160,7 @@ def run_projected(model_dir: Path, steps: int, lr: float, tab_lr: float, beta: f
         project(probe, target, optimizer, inner, step)
         policy = probe.policy()
         if magnet_every and n % magnet_every == 0:
-            magnet = np.array([policy[name] for name in kt.INFO_SETS])
+            magnet = kt.policy_to_array(policy)
         if n % 20 == 0:
             curve.append(f"{kt.exploitability(policy):.3f}@{games}" if deals else kt.exploitability(policy))
     return curve
@@ -170,12 +169,12 @@ def run_projected(model_dir: Path, steps: int, lr: float, tab_lr: float, beta: f
 def run_table(start: kt.Policy, steps: int, tab_lr: float, beta: float, magnet_every: int) -> list[float]:
     """The same exact tabular NeuRD steps without a network (each target taken as it is), from ``start``."""
     policy = dict(start)
-    magnet = np.array([policy[name] for name in kt.INFO_SETS])
+    magnet = kt.policy_to_array(policy)
     curve = [kt.exploitability(policy)]
     for n in range(1, steps + 1):
-        policy = kt.policy_from_array(tabular_target(policy, magnet, tab_lr / np.sqrt(1.0 + (n - 1) / 20), beta))
+        policy = kt.policy_from_array(tabular_target(policy, magnet, decayed(tab_lr, n, TARGET_DECAY), beta))
         if magnet_every and n % magnet_every == 0:
-            magnet = np.array([policy[name] for name in kt.INFO_SETS])
+            magnet = kt.policy_to_array(policy)
         if n % 20 == 0:
             curve.append(kt.exploitability(policy))
     return curve
@@ -192,7 +191,7 @@ def run(model_dir: Path, rule: str, steps: int, lr: float, beta: float, magnet_e
     magnet = mx.array([policy[name] for name in kt.INFO_SETS])
     curve = [kt.exploitability(policy)]
     for n in range(1, steps + 1):
-        optimizer.learning_rate = lr / np.sqrt(1.0 + (n - 1) / decay) if decay else lr
+        optimizer.learning_rate = decayed(lr, n, decay)
         gaps = action_gaps(policy)
         _, grads = step(probe.player.model, mx.array(visits(policy), dtype=mx.float32),
                         mx.array([gaps[name] for name in kt.INFO_SETS], dtype=mx.float32), magnet)
