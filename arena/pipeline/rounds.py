@@ -109,7 +109,7 @@ def _rollouts(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
                      load_section(CurriculumConfig, "curriculum", params), seeds, paths.n, paths.rollouts(paths.n))
     else:
         play_round(paths.snapshot(paths.prev), paths.pool(paths.prev), selfplay, seeds, paths.n,
-                   paths.rollouts(paths.n))
+                   paths.rollouts(paths.n), branches=load_section(TrainConfig, "train", params).objective == "neurd")
 
 
 def _train(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:

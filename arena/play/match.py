@@ -21,11 +21,13 @@ MAX_ACTIONS = 400
 
 @dataclass(frozen=True)
 class Slot:
-    """One scheduled game: its deal seed, the seat of the match's first player, and a sampling salt."""
+    """One scheduled game: its deal seed, the seat of the match's first player, a sampling salt, and the actions
+    forced before anyone decides (``prefix``: a branch rollout replays a game's start with another action)."""
 
     seed: int
     first_seat: int
     salt: int = 0
+    prefix: tuple[str, ...] = ()
 
 
 def duplicate_schedule(seeds: Sequence[int], games: int, salt: int = 0) -> list[Slot]:
@@ -47,6 +49,8 @@ def sample_key(slot: Slot, turn: int) -> int:
     The seat order is part of it, so the two seat-swapped plays of one deal draw independent samples.
     """
     text = f"{slot.seed}:{slot.salt}:{slot.first_seat}:{turn}"
+    if slot.prefix:  # a branch draws its own samples, not its main game's (whose keys stay as they were)
+        text += ":" + "\x1f".join(slot.prefix)
     return int.from_bytes(bytes.fromhex(digest_bytes(text.encode())[:16]), "big")
 
 
@@ -73,6 +77,7 @@ def _record(run: _Running, game_id: str, pins: list[dict[str, Any]]) -> dict[str
         "actions": list(run.game.actions),
         # Only where the variant plays one (even if empty for this deal): the standard game's records keep their bytes.
         **({"opening": list(run.game.opening)} if run.game.opening is not None else {}),
+        **({"prefix": list(run.slot.prefix)} if run.slot.prefix else {}),
         "decisions": run.decisions,
         "errored": run.error is not None,
         "error": run.error,
@@ -121,7 +126,10 @@ def _start_cohort(cohort: Sequence[tuple[int, Slot]], players: tuple[Player, Pla
     running = []
     for position, (index, slot) in enumerate(cohort):
         seats = (players[0], players[1]) if slot.first_seat == 0 else (players[1], players[0])
-        running.append(_Running(index, position, slot, make_game(game_id, slot.seed, variant), seats, []))
+        game = make_game(game_id, slot.seed, variant)
+        for action in slot.prefix:
+            game.step(action)
+        running.append(_Running(index, position, slot, game, seats, []))
     return running
 
 

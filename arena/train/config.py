@@ -57,6 +57,9 @@ DECAYS = ("constant", "inverse_sqrt", "inverse")
 
 
 REFERENCES = ("base", "previous")
+# What a round's steps optimise: GRPO's clipped policy gradient on the chosen actions, or NeuRD targets from branch
+# rollouts fitted by KL (arena.train.grpo.neurd; the reference is its magnet).
+OBJECTIVES = ("grpo", "neurd")
 # Which games share an advantage baseline: every game of one deal (both seats: a deal's card luck cancels), or every
 # game of one deal from one seat (the same start and opponent: a deterministic game's seat value cancels).
 GROUP_BY = ("deal", "seat")
@@ -132,9 +135,17 @@ class TrainConfig:
     ``lookahead`` < 1 publishes the round's start weights moved that fraction of the way to its trained weights
     (arena.train.fuse.lookahead), so the next round starts there. ``group_by``: the games a reward is compared with
     (``GROUP_BY``). ``lr_decay`` and ``clip_decay`` shrink the learning rate and the PPO clip over the rounds.
+    ``objective: neurd`` plays a branch rollout for every other legal action of each learner decision and, each
+    iteration, fits ``steps`` Adam steps (``lr``) to NeuRD targets: logits moved by ``neurd_lr`` (decayed as
+    1/sqrt(1 + step / ``neurd_decay``) over the run's iterations) x (action value gaps - ``beta`` x (pi - rho)),
+    rho the reference (the magnet), the logit gap within ``neurd_clip``.
     """
 
     method: str = "full"
+    objective: str = "grpo"
+    neurd_lr: float = 8.0
+    neurd_decay: int = 20
+    neurd_clip: float = 6.0
     lr: float = 1.0e-3
     lr_decay: str = "inverse_sqrt"
     steps: int = 32
@@ -161,6 +172,11 @@ class TrainConfig:
         require_choice("train.lr_decay", self.lr_decay, DECAYS)
         require_choice("train.clip_decay", self.clip_decay, DECAYS)
         require_choice("train.reference", self.reference, REFERENCES)
+        require_choice("train.objective", self.objective, OBJECTIVES)
+        require(self.neurd_lr > 0 and math.isfinite(self.neurd_lr), "train.neurd_lr", self.neurd_lr,
+                "must be a positive float (NeuRD's logit step per unit of value)")
+        require(self.neurd_decay >= 0, "train.neurd_decay", self.neurd_decay, "must be >= 0 (0: no decay)")
+        require(self.neurd_clip > 0, "train.neurd_clip", self.neurd_clip, "must be > 0 (the largest logit gap)")
         require_choice("train.group_by", self.group_by, GROUP_BY)
         require(self.lr > 0 and math.isfinite(self.lr), "train.lr", self.lr, "must be a positive float")
         require(self.steps >= 1, "train.steps", self.steps, "must be >= 1")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from arena.players.build import PlayerConfigs
 from arena.players.config import sampling_config
 from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig
+from arena.train.grpo.branches import BRANCHES_FILE, branch_key, branch_slots
 from arena.train.pool import load_pool, sample_opponents
 
 
@@ -73,21 +75,37 @@ def _records(per_game: list[list[Match]], played: list[list[dict[str, Any]]]) ->
     return ordered
 
 
+def _branch_records(matches: list[Match], played: list[list[dict[str, Any]]], play) -> list[dict[str, Any]]:
+    """The branch games of every match's records (``branches.py``), played by the same seats through ``play``,
+    ordered by game, variant, deal, salt, seat and prefix."""
+    branched = [replace(match, schedule=tuple(branch_slots(records)))
+                for match, records in zip(matches, played, strict=True)]
+    branched = [match for match in branched if match.schedule]
+    records = [record for records in play(branched) for record in records]
+    return sorted(records, key=lambda record: branch_key(record, record["prefix"]))
+
+
 def play_iteration(learner: MLXPlayer, pool: dict[str, Any], config: SelfPlayConfig, seeds: SeedsConfig,
-                   round_number: int, iteration: int, players: PlayerPool) -> list[dict[str, Any]]:
+                   round_number: int, iteration: int, players: PlayerPool,
+                   branches: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
     """A later iteration's rollouts, in this process: the live ``learner`` (weights not on disk) plays every game
-    of the round on the iteration's deals; ``players`` keeps the frozen pool members loaded across iterations."""
+    of the round on the iteration's deals (and, with ``branches``, their branch games); ``players`` keeps the
+    frozen pool members loaded across iterations."""
     seat = Seat(learner.spec, PlayerConfigs(mlx=learner.config))
     players.add(seat, learner)
     _, per_game = _iteration_matches(seat, pool, config, seeds, round_number, iteration)
-    played = play_here([match for matches in per_game for match in matches], players)
-    return _records(per_game, played)
+    matches = [match for matches in per_game for match in matches]
+    played = play_here(matches, players)
+    if not branches:
+        return _records(per_game, played), None
+    return _records(per_game, played), _branch_records(matches, played, lambda m: play_here(m, players))
 
 
 def play_round(snapshot: str | Path, pool_file: str | Path, config: SelfPlayConfig, seeds: SeedsConfig,
-               round_number: int, out_dir: str | Path) -> int:
+               round_number: int, out_dir: str | Path, branches: bool = False) -> int:
     """Rollouts@r: the snapshot plays each deal of each game against an opponent drawn from the pool (the round's
-    first iteration; the training step plays the others with the policy it trains).
+    first iteration; the training step plays the others with the policy it trains); with ``branches`` (train.objective
+    neurd) also every branch game of the learner's decisions, to ``branches.jsonl``.
 
     Every game of the round is played in one ``play_matches`` call, so its tasks spread over all workers.
     """
@@ -95,9 +113,13 @@ def play_round(snapshot: str | Path, pool_file: str | Path, config: SelfPlayConf
                    PlayerConfigs(mlx=sampling_config(config, config.memo_prompts)))
     pool = load_pool(pool_file)
     deals, per_game = _iteration_matches(learner, pool, config, seeds, round_number, 0)
-    ordered = _records(per_game, play_matches([match for matches in per_game for match in matches]))
+    matches = [match for matches in per_game for match in matches]
+    played = play_matches(matches)
+    ordered = _records(per_game, played)
     with atomic_dir(out_dir) as tmp:
         count = write_shard(tmp / SHARD_FILE, ordered)
+        if branches:
+            write_shard(tmp / BRANCHES_FILE, _branch_records(matches, played, play_matches))
         write_meta(tmp, inputs={"snapshot": digest_path(snapshot), "pool": digest_path(pool_file)},
                    config={**as_dict(config), "round": round_number, "seeds": [deals.start, deals.stop],
                            "learner": learner.spec})

@@ -6,6 +6,7 @@ import json
 import math
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,6 +30,7 @@ from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig, TrainConfig
 from arena.train.fuse import lookahead, save_fused
 from arena.train.grpo.dataparallel import World
+from arena.train.grpo.neurd import NeuRDFit, step_size
 from arena.train.grpo.update import GRPOUpdate, chosen_logp, distinct_rows
 from arena.train.lora import adapter_config, attach_lora, check_trainable
 
@@ -45,6 +47,10 @@ class Decisions:
     advantages: np.ndarray
     zero_group: np.ndarray
     rewards: np.ndarray         # the learner's reward in the decision's game
+    # With branch rollouts (train.objective: neurd): each legal action's sampled value (None: a branch errored),
+    # and the decision's visit weight, 1 / the finished games of its game.
+    values: list[np.ndarray | None] | None = None
+    visit_weights: np.ndarray | None = None
 
 
 def _scored_games(records: Sequence[Mapping[str, Any]], learner_spec: str,
@@ -73,14 +79,41 @@ def _group_ids(records: Iterable[Mapping[str, Any]], group_by: str) -> list[int]
                              r["first_seat"] if group_by == "seat" else -1), len(keys)) for r in records]
 
 
-def learner_decisions(records: Sequence[Mapping[str, Any]], learner_spec: str, config: TrainConfig) -> Decisions:
+def learner_decisions(records: Sequence[Mapping[str, Any]], learner_spec: str, config: TrainConfig,
+                      branches: Sequence[Mapping[str, Any]] | None = None) -> Decisions:
     """The learner's decisions with group advantages (a group = every game played from one deal of one game, from
-    one seat where ``config.group_by`` says so)."""
+    one seat where ``config.group_by`` says so), and with ``branches`` (their branch games) every action's value."""
     from arena.train.grpo.loss import group_advantages
 
     games = _scored_games(records, learner_spec, config)
-    grouped = group_advantages([g[2] for g in games], _group_ids((g[0] for g in games), config.group_by),
-                               normalise_std=config.normalise_std)
+    decisions = _flat_decisions(games, group_advantages([g[2] for g in games],
+                                                        _group_ids((g[0] for g in games), config.group_by),
+                                                        normalise_std=config.normalise_std))
+    if branches is None:
+        return decisions
+    values, weights = _branch_values(games, branches, config)
+    return replace(decisions, values=values, visit_weights=weights)
+
+
+def _branch_values(games: list[tuple[Mapping[str, Any], int, float]], branches: Sequence[Mapping[str, Any]],
+                   config: TrainConfig) -> tuple[list[np.ndarray | None], np.ndarray]:
+    """Per learner decision (in ``_flat_decisions``' order): every legal action's sampled value, and its visit
+    weight (1 / the finished games of its game, so a game's targets do not grow with its deal count)."""
+    from arena.train.grpo.branches import action_values, branch_rewards
+
+    rewards = branch_rewards(branches, config.invalid_penalty)
+    per_game = Counter(record["game_id"] for record, _, _ in games)
+    values: list[np.ndarray | None] = []
+    weights: list[float] = []
+    for record, _, reward in games:
+        found = action_values(record, reward, rewards)
+        values += found
+        weights += [1.0 / per_game[record["game_id"]]] * len(found)
+    return values, np.asarray(weights)
+
+
+def _flat_decisions(games: list[tuple[Mapping[str, Any], int, float]], grouped: Any) -> Decisions:
+    """Every learner decision of ``games``, in order, with its game's advantage."""
     observations, chosen, logp_old, advantages, zero, rewards = [], [], [], [], [], []
     for (record, seat, reward), advantage, flat in zip(games, grouped.advantages, grouped.zero_group, strict=True):
         for decision in record["decisions"]:
@@ -192,10 +225,24 @@ def _fresh_rollouts(policy: MLXPlayer, pool_file: str | Path, selfplay: SelfPlay
     players = PlayerPool()  # frozen pool members, loaded once a round (their memos stay valid)
 
     def fresh(iteration: int) -> Decisions:
-        records = play_iteration(policy, pool, selfplay, seeds, round_number, iteration, players)
-        return learner_decisions(records, policy.spec, config)
+        records, branches = play_iteration(policy, pool, selfplay, seeds, round_number, iteration, players,
+                                           branches=config.objective == "neurd")
+        return learner_decisions(records, policy.spec, config, branches)
 
     return fresh
+
+
+def _branches(shard: str | Path, config: TrainConfig) -> list[dict[str, Any]] | None:
+    """The rollouts' branch games where ``train.objective`` needs them (neurd), else None."""
+    from arena.train.grpo.branches import BRANCHES_FILE
+
+    if config.objective != "neurd":
+        return None
+    path = Path(shard) / BRANCHES_FILE
+    if not path.exists():
+        raise ValueError(f"train.objective: neurd needs the rollouts' branch games, and {path} is missing: "
+                         "rebuild the round's rollouts with the same train section (dvc repro)")
+    return read_shard(path)
 
 
 def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, round_number: int,
@@ -215,7 +262,7 @@ def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, 
     check_trainable(snapshot, config)
     policy = MLXPlayer(snapshot, sampling_config(selfplay, selfplay.memo_prompts))
     ref = MLXPlayer(reference, sampling_config(selfplay))
-    data = learner_decisions(read_shard(shard), policy.spec, config)
+    data = learner_decisions(read_shard(shard), policy.spec, config, _branches(shard, config))
     inputs = {"snapshot": digest_path(snapshot), "reference": digest_path(reference), "rollouts": digest_path(shard)}
     more, extra = None, {}
     if selfplay.iterations_per_round > 1:
@@ -226,6 +273,40 @@ def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, 
         extra = {"selfplay": as_dict(selfplay), "seeds": as_dict(seeds)}
     return optimise(policy, ref, data, snapshot, config, selfplay.temperature, round_number, out_dir, inputs,
                     progress, Iterations(selfplay.iterations_per_round, more, extra), world, code)
+
+
+def _update(policy: MLXPlayer, config: TrainConfig, temperature: float, round_number: int,
+            world: World) -> GRPOUpdate | NeuRDFit:
+    """The round's optimiser: ``train.objective``'s, the GRPO clip as ``train.clip_decay`` has it this round."""
+    if config.objective == "grpo":
+        return GRPOUpdate(policy, replace(config, clip_eps=round_clip(config, round_number)), temperature, world)
+    if world.size > 1:
+        raise ValueError(f"train.objective: neurd runs in one process, not across {world.size} ranks: "
+                         "unset ARENA_TRAIN_LAUNCH or use train.objective: grpo")
+    return NeuRDFit(policy, config, temperature)
+
+
+def _run_neurd(fit: NeuRDFit, ref: MLXPlayer, data: Decisions, config: TrainConfig, at: _Steps,
+               iteration: int) -> list[dict[str, Any]]:
+    """One iteration's NeuRD targets (the run's outer step) and ``config.steps`` Adam steps fitting them, each on
+    at most ``config.batch_size`` distinct prompts; a row a step."""
+    outer = (at.round_number - 1) * at.iterations + iteration + 1
+    targets = fit.targets(data, ref, step_size(config.neurd_lr, config.neurd_decay, outer))
+    count, every = len(targets.observations), np.arange(len(data.chosen))
+    log = []
+    for local in range(config.steps):
+        step = iteration * config.steps + local
+        start = time.perf_counter()
+        at.bar.update(1)
+        if count == 0:
+            log.append({"step": step, "iteration": iteration, "skipped": "no decision has every action's value"})
+            continue
+        picked = np.arange(count) if count <= config.batch_size else np.sort(
+            at.rng.choice(count, size=config.batch_size, replace=False))
+        global_step = (at.round_number - 1) * at.iterations * config.steps + step
+        result = fit(targets, picked, round_learning_rate(config, global_step, at.iterations * config.steps))
+        log.append(_log_row(step, iteration, result, data, every, time.perf_counter() - start))
+    return log
 
 
 @dataclass(frozen=True)
@@ -254,7 +335,7 @@ def optimise(policy: MLXPlayer, ref: MLXPlayer, data: Decisions, snapshot: str |
         print(f"[arena] train r{round_number}: "
               f"{budget_note(policy.shape, config.max_batch_tokens, 'train.max_batch_tokens', training=True)}",
               file=sys.stderr)
-    update = GRPOUpdate(policy, replace(config, clip_eps=round_clip(config, round_number)), temperature, world)
+    update = _update(policy, config, temperature, round_number, world)
     start = policy.model.parameters()  # the update replaces arrays, never mutates them: this stays the start
     bar = tqdm(total=config.steps * iterations.count, desc=f"train r{round_number}", unit="step", file=sys.stderr,
                disable=None if progress and world.is_writer else True, leave=False)
@@ -263,6 +344,9 @@ def optimise(policy: MLXPlayer, ref: MLXPlayer, data: Decisions, snapshot: str |
     for iteration in range(iterations.count):
         if iteration:
             data = iterations.fresh(iteration)
+        if isinstance(update, NeuRDFit):
+            log += _run_neurd(update, ref, data, config, at, iteration)
+            continue
         keep = np.flatnonzero(~data.zero_group) if config.drop_zero_groups else np.arange(len(data.chosen))
         log += _run_steps(update, data, keep, _reference_logp(ref, data, keep, temperature), config, at, iteration)
     bar.close()

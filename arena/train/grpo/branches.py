@@ -1,0 +1,73 @@
+"""Branch rollouts: every legal action's value at a learner's decision, from games replayed with it forced."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from arena.core.hashing import canonical_json
+from arena.play.match import Slot
+
+BRANCHES_FILE = "branches.jsonl"  # beside the rollouts' games.jsonl
+
+
+def _branch_points(record: Mapping[str, Any]) -> list[tuple[int, str]]:
+    """(turn, other action) for each decision of the record's first seat and each legal action it did not take.
+
+    Turn ``k`` is the record's ``k``-th action (every decision plays exactly one); a decision whose action is not
+    that one (a record from a player that re-prompts) has no branch.
+    """
+    seat, actions = record["first_seat"], record["actions"]
+    points = []
+    for turn, decision in enumerate(record["decisions"]):
+        if decision["player"] != seat or turn >= len(actions) or actions[turn] != decision["action"]:
+            continue
+        points += [(turn, other) for other in decision["legal"] if other != decision["action"]]
+    return points
+
+
+def branch_slots(records: Sequence[Mapping[str, Any]]) -> list[Slot]:
+    """The branch games of finished records: each replays the deal with one learner decision's action swapped for
+    another legal one, then plays on (the same seats, the same salt)."""
+    slots = []
+    for record in records:
+        if record["errored"]:
+            continue
+        for turn, other in _branch_points(record):
+            prefix = (*record["actions"][:turn], other)
+            slots.append(Slot(record["seed"], record["first_seat"], record["salt"], prefix))
+    return slots
+
+
+def branch_key(record: Mapping[str, Any], prefix: Sequence[str]) -> tuple[str, str, int, int, int, tuple[str, ...]]:
+    """What identifies one branch game among a round's: its game, variant, deal, salt, seat and forced prefix."""
+    return (record["game_id"], canonical_json(record["variant"]), record["seed"], record["salt"],
+            record["first_seat"], tuple(prefix))
+
+
+def branch_rewards(branches: Sequence[Mapping[str, Any]], invalid_penalty: float) -> dict[tuple, float]:
+    """Each finished branch game's reward to its first seat (the learner), less the invalid-move penalty."""
+    rewards = {}
+    for record in branches:
+        if not record["errored"]:
+            seat = record["first_seat"]
+            reward = record["rewards"][seat] - invalid_penalty * record["invalid_moves"][seat]
+            rewards[branch_key(record, record["prefix"])] = reward
+    return rewards
+
+
+def action_values(record: Mapping[str, Any], reward: float, rewards: Mapping[tuple, float]) -> list[np.ndarray | None]:
+    """Per learner decision of ``record`` (in order), a sampled value of each legal action: the game's own reward
+    for the action taken, its branch's for the others; None where a branch is missing (it errored)."""
+    seat, actions = record["first_seat"], record["actions"]
+    out: list[np.ndarray | None] = []
+    for turn, decision in enumerate(record["decisions"]):
+        if decision["player"] != seat:
+            continue
+        values = [reward if action == decision["action"]
+                  else rewards.get(branch_key(record, (*actions[:turn], action)), np.nan)
+                  for action in decision["legal"]]
+        out.append(None if np.isnan(values).any() else np.array(values, dtype=np.float64))
+    return out

@@ -1,0 +1,158 @@
+"""NeuRD with a moving magnet: per-prompt targets from every action's sampled value, fitted into the model by KL.
+
+Why (bench/results/kuhn_neurd.md, kuhn_neurd_network.md): a policy gradient moves a decision's logit by
+pi (1 - pi) x its value gap, which vanishes as the decision saturates, so the last iterate rests far from equilibrium.
+NeuRD moves the logit by the value gap itself; branch rollouts (``branches.py``) give every legal action a value.
+Taken as a gradient through shared weights NeuRD swings; taken as a target per distinct prompt (the tabular step)
+and fitted by a few Adam steps on KL(target || pi), the network follows the table. A KL pull towards a magnet (the
+reference: with ``train.reference: previous`` the round's start, so the magnet moves every round, as R-NaD's does)
+makes the dynamics converge instead of cycling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from arena.games.base import Observation
+from arena.players.memo import PolicyMemo
+from arena.players.mlx import MLXPlayer
+from arena.train.config import TrainConfig
+
+# ----------------------------------------------------------------------------------------------- targets (pure)
+
+
+def neurd_target(logp_old: np.ndarray, logp_magnet: np.ndarray, value_sum: np.ndarray, weight_sum: float,
+                 lr: float, beta: float, clip: float) -> tuple[np.ndarray, bool]:
+    """One prompt's target log-policy, and whether the logit threshold cut it.
+
+    ``value_sum`` is the visit-weighted sum of each visit's centred action values (q(a) - mean q), ``weight_sum``
+    the visits' total weight. The logits move by lr x (value_sum - beta x weight_sum x (pi_old - rho)); centred
+    logits stay within +-clip / 2 (two actions: a logit gap of at most ``clip``, NeuRD's threshold).
+    """
+    pull = np.exp(logp_old) - np.exp(logp_magnet)
+    logits = logp_old + lr * (value_sum - beta * weight_sum * pull)
+    centred = logits - logits.mean()
+    clipped = np.clip(centred, -clip / 2, clip / 2)
+    shifted = clipped - clipped.max()
+    return shifted - np.log(np.exp(shifted).sum()), bool((clipped != centred).any())
+
+
+def visit_sums(keys: Sequence[Any], values: Sequence[np.ndarray], weights: np.ndarray
+               ) -> tuple[list[int], list[np.ndarray], np.ndarray]:
+    """Per distinct key (in order of first appearance): its first index, the weighted sum of its visits' centred
+    action values, and the visits' total weight."""
+    rows: dict[Any, int] = {}
+    first: list[int] = []
+    sums: list[np.ndarray] = []
+    totals: list[float] = []
+    for index, (key, value, weight) in enumerate(zip(keys, values, weights, strict=True)):
+        row = rows.setdefault(key, len(rows))
+        if row == len(first):
+            first.append(index)
+            sums.append(np.zeros(len(value)))
+            totals.append(0.0)
+        sums[row] += weight * (value - value.mean())
+        totals[row] += weight
+    return first, sums, np.asarray(totals)
+
+
+def step_size(lr: float, decay: int, outer_step: int) -> float:
+    """The target's step size at outer step ``outer_step`` (1-based: one per iteration of the run):
+    lr / sqrt(1 + (outer_step - 1) / decay), or lr where ``decay`` is 0."""
+    return lr / np.sqrt(1.0 + (outer_step - 1) / decay) if decay else lr
+
+
+# ----------------------------------------------------------------------------------------------- the model
+
+
+def all_action_logp(player: MLXPlayer, observations: Sequence[Observation], temperature: float,
+                    max_tokens: int, key: str) -> list[np.ndarray]:
+    """Per observation, the player's model's log-probability of each legal action (tempered, masked softmax)."""
+    import mlx.core as mx
+
+    from arena.players.scoring import action_loglik, masked_log_softmax
+
+    out: list[np.ndarray] = []
+    for _, _, batch in player.scoring_passes(observations, max_tokens, key):
+        logp = masked_log_softmax(action_loglik(player.model, batch), batch.action_offsets, temperature)
+        flat = np.array(logp.astype(mx.float32), dtype=np.float64)
+        out += [flat[a:b] for a, b in zip(batch.action_offsets[:-1], batch.action_offsets[1:], strict=True)]
+    return out
+
+
+@dataclass(frozen=True)
+class Targets:
+    """One iteration's fit data: its distinct prompts, each one's target log-policy, its game, and the share of
+    targets the logit threshold cut."""
+
+    observations: list[Observation]
+    logp: list[np.ndarray]
+    games: np.ndarray
+    clipped: float
+
+
+class NeuRDFit:
+    """Builds an iteration's NeuRD targets and fits the policy to them (Adam on the per-game mean KL)."""
+
+    def __init__(self, policy: MLXPlayer, config: TrainConfig, temperature: float) -> None:
+        import mlx.nn as nn
+        import mlx.optimizers as optim
+
+        self.policy, self.config, self.temperature = policy, config, temperature
+        self.optimizer = optim.Adam(learning_rate=config.lr, bias_correction=True)
+        self._value_and_grad = nn.value_and_grad(policy.model, self._loss)
+
+    def _loss(self, model, batch, target, weights):
+        import mlx.core as mx
+
+        from arena.players.scoring import action_loglik, masked_log_softmax
+
+        logp = masked_log_softmax(action_loglik(model, batch), batch.action_offsets, self.temperature)
+        return (weights * mx.exp(target) * (target - logp)).sum()
+
+    def targets(self, data: Any, ref: MLXPlayer, rate: float) -> Targets:
+        """The targets of ``data``'s decisions that carry action values (``Decisions.values``), one per distinct
+        prompt; the magnet is ``ref``'s policy, the step ``rate``."""
+        used = [i for i, v in enumerate(data.values) if v is not None]
+        prompt = self.policy.prompts.prompt_ids
+        keys = [PolicyMemo.key(prompt(data.observations[i]), data.observations[i].legal_actions) for i in used]
+        first, sums, totals = visit_sums(keys, [data.values[i] for i in used], data.visit_weights[used])
+        rows = [data.observations[used[j]] for j in first]
+        budget = (self.config.max_batch_tokens, "train.max_batch_tokens")
+        old = all_action_logp(self.policy, rows, self.temperature, *budget)
+        magnet = all_action_logp(ref, rows, self.temperature, *budget)
+        made = [neurd_target(o, m, s, t, rate, self.config.beta, self.config.neurd_clip)
+                for o, m, s, t in zip(old, magnet, sums, totals, strict=True)]
+        games = np.unique([o.game_id for o in rows], return_inverse=True)[1] if rows else np.zeros(0, np.int64)
+        return Targets(rows, [t for t, _ in made], games, float(np.mean([c for _, c in made])) if made else 0.0)
+
+    def __call__(self, targets: Targets, picked: np.ndarray, learning_rate: float) -> dict[str, Any]:
+        """One Adam step on the ``picked`` targets: each game's mean KL(target || pi), summed over games."""
+        import mlx.core as mx
+        from mlx.utils import tree_map
+
+        rows = [targets.observations[i] for i in picked]
+        counts = np.bincount(targets.games[picked])
+        weights = 1.0 / counts[targets.games[picked]]
+        loss, grads, tokens = None, None, 0
+        passes = self.policy.scoring_passes(rows, self.config.max_batch_tokens, "train.max_batch_tokens")
+        for start, end, batch in passes:
+            target = mx.array(np.concatenate([targets.logp[i] for i in picked[start:end]]), dtype=mx.float32)
+            offsets = np.asarray(batch.action_offsets)
+            weight = mx.array(np.repeat(weights[start:end], np.diff(offsets)), dtype=mx.float32)
+            part, part_grads = self._value_and_grad(self.policy.model, batch, target, weight)
+            loss = part if loss is None else loss + part
+            grads = part_grads if grads is None else tree_map(lambda a, b: a + b, grads, part_grads)
+            mx.eval(loss, grads)
+            tokens += batch.tokens
+        self.optimizer.learning_rate = learning_rate
+        self.optimizer.update(self.policy.model, grads)
+        mx.eval(self.policy.model.parameters(), self.optimizer.state)
+        self.policy.weights_changed()
+        kl = loss.item() / max(len(counts.nonzero()[0]), 1)
+        return {"loss": loss.item(), "kl": kl, "clip_fraction": targets.clipped, "lr": learning_rate,
+                "rows": len(rows), "tokens": tokens}

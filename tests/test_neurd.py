@@ -1,0 +1,163 @@
+"""NeuRD with branch rollouts: forced prefixes in the match runner, action values, targets, the fit, a round."""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from arena.core.config import ConfigError
+from arena.core.seeds import SeedsConfig
+from arena.games.registry import make_game
+from arena.play.match import Slot, play_match, sample_key
+from arena.players.scripted import RandomPlayer
+from arena.train.basemodel import build_base
+from arena.train.config import BaseConfig, PoolConfig, SelfPlayConfig, TrainConfig
+from arena.train.fuse import copy_snapshot
+from arena.train.grpo.branches import BRANCHES_FILE, action_values, branch_rewards, branch_slots
+from arena.train.grpo.neurd import neurd_target, step_size, visit_sums
+from arena.train.grpo.rollouts import play_round
+from arena.train.grpo.step import learner_decisions, train_round
+from arena.train.pool import build_pool
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # not a package: scripts import each other
+JACK_OPENS = "0"  # kuhn_theory's information set: the Jack, nothing played yet
+TINY = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64,
+        "vocab_size": 400}
+
+
+def _random_match(schedule):
+    """Uniform play from both seats (a random player's draws are a function of the slot and turn alone)."""
+    return play_match("kuhn", (RandomPlayer(), RandomPlayer()), schedule, progress=False)
+
+
+def test_a_prefix_is_played_before_anyone_decides():
+    (main,) = _random_match([Slot(7, 0)])
+    prefix = (main["actions"][0], "[bet]" if main["actions"][0] == "[check]" else "[check]")
+    (branch,) = _random_match([Slot(7, 0, prefix=prefix)])
+    assert branch["prefix"] == list(prefix)
+    assert tuple(branch["actions"][:2]) == prefix
+    assert len(branch["decisions"]) == len(branch["actions"]) - 2  # only the moves after the prefix are decided
+    assert "prefix" not in main  # a plain game's record keeps its bytes
+    assert sample_key(Slot(7, 0), 2) != sample_key(Slot(7, 0, prefix=prefix), 2)
+    game = make_game("kuhn", 7)
+    for action in branch["actions"]:
+        game.step(action)
+    assert list(game.result().rewards) == branch["rewards"]  # the record replays from its deal seed
+
+
+def test_branch_slots_swap_each_first_seat_decision_for_every_other_action():
+    records = _random_match([Slot(s, k % 2) for s in range(4) for k in range(2)])
+    slots = branch_slots(records)
+    expected = sum(len(d["legal"]) - 1 for r in records for d in r["decisions"] if d["player"] == r["first_seat"])
+    assert len(slots) == expected > 0
+    for slot in slots:
+        record = next(r for r in records if (r["seed"], r["first_seat"]) == (slot.seed, slot.first_seat))
+        turn = len(slot.prefix) - 1
+        assert list(slot.prefix[:-1]) == record["actions"][:turn]
+        assert slot.prefix[-1] != record["actions"][turn]
+        assert record["decisions"][turn]["player"] == record["first_seat"]
+
+
+def test_action_values_take_the_game_for_the_chosen_action_and_the_branch_for_the_other():
+    records = _random_match([Slot(s, k % 2) for s in range(6) for k in range(2)])
+    branches = _random_match(branch_slots(records))
+    rewards = branch_rewards(branches, 0.0)
+    for record in records:
+        seat = record["first_seat"]
+        values = action_values(record, record["rewards"][seat], rewards)
+        mine = [d for d in record["decisions"] if d["player"] == seat]
+        assert len(values) == len(mine)
+        for decision, value in zip(mine, values, strict=True):
+            assert value[decision["legal"].index(decision["action"])] == record["rewards"][seat]
+    errored = dict(rewards)
+    errored.popitem()
+    assert any(v is None for r in records for v in action_values(r, r["rewards"][r["first_seat"]], errored))
+
+
+def test_branch_values_are_unbiased_for_kuhns_exact_action_values():
+    """Random play from both seats: the mean sampled value gap of the Jack's opening bet equals the exact one."""
+    from kuhn_kl_floor import action_gaps  # bench/, on the path through conftest
+
+    from arena.games import kuhn_theory as kt
+
+    records = _random_match([Slot(s, k % 2) for s in range(600) for k in range(2)])
+    rewards = branch_rewards(_random_match(branch_slots(records)), 0.0)
+    gaps = []
+    for record in records:
+        seat = record["first_seat"]
+        mine = [d for d in record["decisions"] if d["player"] == seat]
+        for decision, value in zip(mine, action_values(record, record["rewards"][seat], rewards), strict=True):
+            if decision["info_set"] == JACK_OPENS:
+                gaps.append(value[decision["legal"].index("[bet]")] - value[decision["legal"].index("[check]")])
+    sampled, spread = np.mean(gaps), 3 * np.std(gaps) / np.sqrt(len(gaps))
+    assert abs(sampled - action_gaps(kt.uniform_policy())[JACK_OPENS]) < spread
+
+
+def test_neurd_target_is_the_tabular_step_for_two_actions():
+    """The logit gap moves by lr x (sum of value gaps - 2 beta x weight x (pi_bet - rho_bet)), as
+    bench/kuhn_neurd.py's tabular step does with lr / 2 per action."""
+    old = np.log(np.array([0.7, 0.3]))
+    magnet = np.log(np.array([0.5, 0.5]))
+    target, cut = neurd_target(old, magnet, np.array([0.4, -0.4]), 2.0, 0.5, 0.25, 6.0)
+    gap_before, gap_after = old[0] - old[1], target[0] - target[1]
+    assert gap_after - gap_before == pytest.approx(0.5 * (0.8 - 2 * 0.25 * 2.0 * 0.2))
+    assert np.exp(target).sum() == pytest.approx(1.0) and not cut
+    clipped, cut = neurd_target(old, magnet, np.array([50.0, -50.0]), 1.0, 1.0, 0.0, 6.0)
+    assert clipped[0] - clipped[1] == pytest.approx(6.0) and cut
+
+
+def test_visit_sums_centre_each_visit_and_weight_it():
+    keys = ["a", "a", "b", "a"]
+    values = [np.array([1.0, -1.0]), np.array([0.0, 0.0]), np.array([0.0, 2.0, 1.0]), np.array([3.0, 1.0])]
+    first, sums, totals = visit_sums(keys, values, np.array([0.5, 2.0, 1.0, 0.25]))
+    assert first == [0, 2]  # each key's first visit
+    np.testing.assert_allclose(sums[0], 0.5 * np.array([1.0, -1.0]) + 0.25 * np.array([1.0, -1.0]))
+    np.testing.assert_allclose(sums[1], [-1.0, 1.0, 0.0])
+    np.testing.assert_allclose(totals, [2.75, 1.0])
+    assert step_size(8.0, 20, 1) == 8.0 and step_size(8.0, 20, 21) == pytest.approx(8.0 / np.sqrt(2.0))
+    assert step_size(8.0, 0, 99) == 8.0
+
+
+def test_config_names_the_bad_objective():
+    with pytest.raises(ConfigError, match="train.objective"):
+        TrainConfig(objective="neurd2")
+    with pytest.raises(ConfigError, match="train.neurd_lr"):
+        TrainConfig(objective="neurd", neurd_lr=0.0)
+
+
+@pytest.fixture(scope="module")
+def neurd_round(tmp_path_factory):
+    root = tmp_path_factory.mktemp("neurd")
+    build_base(BaseConfig(**TINY), root / "base")
+    copy_snapshot(root / "base", root / "snap0")
+    build_pool(None, root / "snap0", PoolConfig(), "kuhn", root / "pool0")
+    selfplay = SelfPlayConfig(deals_per_round=32, iterations_per_round=2, memo_prompts=64)
+    play_round(root / "snap0", root / "pool0", selfplay, SeedsConfig(), 1, root / "roll1", branches=True)
+    return root, selfplay
+
+
+def test_a_neurd_round_writes_branches_and_fits_its_targets(neurd_round):
+    root, selfplay = neurd_round
+    records = [json.loads(line) for line in (root / "roll1" / "games.jsonl").read_text().splitlines()]
+    branches = [json.loads(line) for line in (root / "roll1" / BRANCHES_FILE).read_text().splitlines()]
+    assert len(branches) == len(branch_slots(records))
+    config = TrainConfig(objective="neurd", reference="previous", steps=6, lr=1.0e-3, lr_decay="constant")
+    data = learner_decisions(records, records[0]["players"][0], config, branches)
+    assert len(data.values) == len(data.chosen) and all(v is not None for v in data.values)
+    np.testing.assert_allclose(data.visit_weights, 1.0 / len(records))
+    summary = train_round(root / "snap0", root / "snap0", root / "roll1", 1, selfplay, config, root / "train1",
+                          progress=False, pool_file=root / "pool0", seeds=SeedsConfig())
+    log = [json.loads(line) for line in (root / "train1" / "train_log.jsonl").read_text().splitlines()]
+    assert summary["steps"] == 12 and [row["iteration"] for row in log] == [0] * 6 + [1] * 6
+    assert all(row["rows"] <= 12 for row in log)  # Kuhn's compact view: at most 12 distinct prompts
+    assert min(row["loss"] for row in log[:6]) < log[0]["loss"]  # the fit moves towards its targets
+
+
+def test_neurd_without_branches_is_a_clear_error(neurd_round, tmp_path):
+    root, selfplay = neurd_round
+    play_round(root / "snap0", root / "pool0", SelfPlayConfig(deals_per_round=8), SeedsConfig(), 1, tmp_path / "r")
+    with pytest.raises(ValueError, match="branch games"):
+        train_round(root / "snap0", root / "snap0", tmp_path / "r", 1, SelfPlayConfig(deals_per_round=8),
+                    TrainConfig(objective="neurd"), tmp_path / "t", progress=False)
