@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,8 @@ def train_lsp_round(snapshot: str | Path, reference: str | Path, rollouts: str |
     policy = MLXPlayer(snapshot, player_config)
     ref = MLXPlayer(reference, player_config)
     data = lsp_decisions(read_rollouts(rollouts), lsp)
+    # A puzzle's answer has no branch games to value its other choices: LSP's two roles train with GRPO's loss.
+    config = replace(config, objective="grpo")
     return optimise(policy, ref, data, snapshot, config, lsp.temperature, round_number, out_dir, {
         "snapshot": digest_path(snapshot), "reference": digest_path(reference), "rollouts": digest_path(rollouts),
     }, progress)
