@@ -66,6 +66,8 @@ def test_the_launch_variable_is_refused_for_loops_it_does_not_run(monkeypatch):
     for loop in ("rest", "lsp"):
         with pytest.raises(ArenaError, match=f"loop: grpo only .*loop: {loop}"):
             launch_for(loop)
+    with pytest.raises(ArenaError, match="train.objective: grpo only .*neurd"):
+        launch_for("grpo", "neurd")
 
 
 # ----------------------------------------------------------------------------------------------- two processes

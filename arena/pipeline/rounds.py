@@ -114,7 +114,8 @@ def _rollouts(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
 
 def _train(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
     n, prev = paths.n, paths.prev
-    launch = launch_for(loop)
+    objective = load_section(TrainConfig, "train", params).objective if loop == "grpo" else "grpo"
+    launch = launch_for(loop, objective)
     if loop == "rest":
         train_rest_round(paths.snapshot(prev), paths.base, paths.rollouts(n), paths.trained(prev), n,
                          load_section(RestConfig, "rest", params), paths.trained(n))

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from arena.core.hashing import canonical_json
 from arena.play.match import Slot
+from arena.play.records import read_shard
 
 BRANCHES_FILE = "branches.jsonl"  # beside the rollouts' games.jsonl
 
@@ -71,3 +74,28 @@ def action_values(record: Mapping[str, Any], reward: float, rewards: Mapping[tup
                   for action in decision["legal"]]
         out.append(None if np.isnan(values).any() else np.array(values, dtype=np.float64))
     return out
+
+
+def decision_values(games: Sequence[tuple[Mapping[str, Any], int, float]], branches: Sequence[Mapping[str, Any]],
+                    invalid_penalty: float) -> tuple[list[np.ndarray | None], np.ndarray]:
+    """Per learner decision of ``games`` ((record, seat, reward) each, decisions in order): every legal action's
+    sampled value, and its visit weight, 1 / the finished games of its game (a game's targets do not grow with its
+    deal count)."""
+    rewards = branch_rewards(branches, invalid_penalty)
+    per_game = Counter(record["game_id"] for record, _, _ in games)
+    values: list[np.ndarray | None] = []
+    weights: list[float] = []
+    for record, _, reward in games:
+        found = action_values(record, reward, rewards)
+        values += found
+        weights += [1.0 / per_game[record["game_id"]]] * len(found)
+    return values, np.asarray(weights)
+
+
+def read_branches(rollouts: str | Path) -> list[dict[str, Any]]:
+    """The branch games of a rollouts directory (``play_round(..., branches=True)`` writes them)."""
+    path = Path(rollouts) / BRANCHES_FILE
+    if not path.exists():
+        raise ValueError(f"train.objective: neurd needs the rollouts' branch games, and {path} is missing: "
+                         "rebuild the round's rollouts with the same train section (dvc repro)")
+    return read_shard(path)

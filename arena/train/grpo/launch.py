@@ -33,12 +33,16 @@ def launch_args() -> list[str] | None:
     return args
 
 
-def launch_for(loop: str) -> list[str] | None:
-    """mlx.launch's arguments for a round of ``loop`` (None: train in this process); only loop: grpo runs launched."""
+def launch_for(loop: str, objective: str = "grpo") -> list[str] | None:
+    """mlx.launch's arguments for a round of ``loop`` (None: train in this process); only loop: grpo with
+    train.objective: grpo runs launched (NeuRD's targets and fit run in one process)."""
     args = launch_args()
     if args is not None and loop != "grpo":
         raise ArenaError(f"{LAUNCH_ENV} is set, but data-parallel training runs loop: grpo only (this is loop: "
                          f"{loop}): unset {LAUNCH_ENV}")
+    if args is not None and objective != "grpo":
+        raise ArenaError(f"{LAUNCH_ENV} is set, but data-parallel training runs train.objective: grpo only (this is "
+                         f"{objective}): unset {LAUNCH_ENV}, or add -S train.objective=grpo")
     return args
 
 

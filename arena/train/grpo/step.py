@@ -6,7 +6,6 @@ import json
 import math
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,6 +28,7 @@ from arena.players.memory import budget_note
 from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig, TrainConfig
 from arena.train.fuse import lookahead, save_fused
+from arena.train.grpo.branches import decision_values, read_branches
 from arena.train.grpo.dataparallel import World
 from arena.train.grpo.neurd import NeuRDFit, step_size
 from arena.train.grpo.update import GRPOUpdate, chosen_logp, distinct_rows
@@ -91,25 +91,8 @@ def learner_decisions(records: Sequence[Mapping[str, Any]], learner_spec: str, c
                                                         normalise_std=config.normalise_std))
     if branches is None:
         return decisions
-    values, weights = _branch_values(games, branches, config)
+    values, weights = decision_values(games, branches, config.invalid_penalty)
     return replace(decisions, values=values, visit_weights=weights)
-
-
-def _branch_values(games: list[tuple[Mapping[str, Any], int, float]], branches: Sequence[Mapping[str, Any]],
-                   config: TrainConfig) -> tuple[list[np.ndarray | None], np.ndarray]:
-    """Per learner decision (in ``_flat_decisions``' order): every legal action's sampled value, and its visit
-    weight (1 / the finished games of its game, so a game's targets do not grow with its deal count)."""
-    from arena.train.grpo.branches import action_values, branch_rewards
-
-    rewards = branch_rewards(branches, config.invalid_penalty)
-    per_game = Counter(record["game_id"] for record, _, _ in games)
-    values: list[np.ndarray | None] = []
-    weights: list[float] = []
-    for record, _, reward in games:
-        found = action_values(record, reward, rewards)
-        values += found
-        weights += [1.0 / per_game[record["game_id"]]] * len(found)
-    return values, np.asarray(weights)
 
 
 def _flat_decisions(games: list[tuple[Mapping[str, Any], int, float]], grouped: Any) -> Decisions:
@@ -232,19 +215,6 @@ def _fresh_rollouts(policy: MLXPlayer, pool_file: str | Path, selfplay: SelfPlay
     return fresh
 
 
-def _branches(shard: str | Path, config: TrainConfig) -> list[dict[str, Any]] | None:
-    """The rollouts' branch games where ``train.objective`` needs them (neurd), else None."""
-    from arena.train.grpo.branches import BRANCHES_FILE
-
-    if config.objective != "neurd":
-        return None
-    path = Path(shard) / BRANCHES_FILE
-    if not path.exists():
-        raise ValueError(f"train.objective: neurd needs the rollouts' branch games, and {path} is missing: "
-                         "rebuild the round's rollouts with the same train section (dvc repro)")
-    return read_shard(path)
-
-
 def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, round_number: int,
                 selfplay: SelfPlayConfig, config: TrainConfig, out_dir: str | Path, progress: bool = True,
                 pool_file: str | Path | None = None, seeds: SeedsConfig | None = None, world: World | None = None,
@@ -262,7 +232,8 @@ def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, 
     check_trainable(snapshot, config)
     policy = MLXPlayer(snapshot, sampling_config(selfplay, selfplay.memo_prompts))
     ref = MLXPlayer(reference, sampling_config(selfplay))
-    data = learner_decisions(read_shard(shard), policy.spec, config, _branches(shard, config))
+    branches = read_branches(shard) if config.objective == "neurd" else None
+    data = learner_decisions(read_shard(shard), policy.spec, config, branches)
     inputs = {"snapshot": digest_path(snapshot), "reference": digest_path(reference), "rollouts": digest_path(shard)}
     more, extra = None, {}
     if selfplay.iterations_per_round > 1:
