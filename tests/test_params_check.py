@@ -100,11 +100,12 @@ CASES = [
     ("selfplay.temperature", 0.0, "selfplay.temperature",
      r"selfplay\.temperature = 0\.0 is invalid: must be > 0: GRPO needs sampled moves"),
     ("selfplay.deals_per_round", 100_000, "selfplay.deals_per_round",
-     r"selfplay\.deals_per_round = 100000 is invalid: needs seeds up to 1300000 but seeds\.train_end = 1000000"),
+     r"selfplay\.deals_per_round x selfplay\.iterations_per_round = 2000000 is invalid: needs seeds up to 16500000 "
+     r"but seeds\.train_end = 1000000"),
     ("selfplay.iterations_per_round", 0, "selfplay.iterations_per_round",
      r"selfplay\.iterations_per_round = 0 is invalid: must be >= 1"),
-    ("selfplay.iterations_per_round", 20, "selfplay.deals_per_round",
-     r"selfplay\.deals_per_round = 1024 is invalid: round 8's 20480 deals a round \(20 iterations x 1024\) would "
+    ("selfplay.iterations_per_round", 60, "selfplay.deals_per_round",
+     r"selfplay\.deals_per_round = 256 is invalid: round 8's 15360 deals a round \(60 iterations x 256\) would "
      r"reach the ReST block at 600000"),
     ("selfplay.memo_prompts", -1, "selfplay.memo_prompts", r"selfplay\.memo_prompts = -1 is invalid: must be >= 0"),
     ("train.learning_rate", 1.0e-3, "train.learning_rate", r"unknown key train\.learning_rate; allowed keys in train"),

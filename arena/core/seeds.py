@@ -117,7 +117,9 @@ def grpo_seeds(seeds: SeedsConfig, deals_per_round: int, round_number: int, iter
     count = deals_per_round * iterations
     what = f"{count} deals a round ({iterations} iterations x {deals_per_round})" if iterations > 1 else "deals"
     start = GRPO_OFFSET + (round_number - 1) * count
-    block = seeds.train_block(start, count, "selfplay.deals_per_round")
+    # The block's size is the product: the error names both keys, so its value is the one the check saw.
+    key = "selfplay.deals_per_round" if iterations == 1 else "selfplay.deals_per_round x selfplay.iterations_per_round"
+    block = seeds.train_block(start, count, key)
     require(block.stop - seeds.train_start <= REST_OFFSET, "selfplay.deals_per_round", deals_per_round,
             f"round {round_number}'s {what} would reach the ReST block at {REST_OFFSET}; play fewer deals per round")
     return block
