@@ -15,7 +15,15 @@ from arena.players.scripted import RandomPlayer
 from arena.train.basemodel import build_base
 from arena.train.config import BaseConfig, PoolConfig, SelfPlayConfig, TrainConfig
 from arena.train.fuse import copy_snapshot
-from arena.train.grpo.branches import BRANCHES_FILE, action_values, branch_rewards, branch_slots
+from arena.train.grpo.branches import (
+    BRANCHES_FILE,
+    MAX_COUNTERFACTUAL_WEIGHT,
+    action_values,
+    branch_rewards,
+    branch_slots,
+    decision_values,
+    own_reach,
+)
 from arena.train.grpo.neurd import neurd_target, step_size, visit_sums
 from arena.train.grpo.rollouts import play_round
 from arena.train.grpo.step import learner_decisions, train_round
@@ -93,6 +101,25 @@ def test_branch_values_are_unbiased_for_kuhns_exact_action_values():
                 gaps.append(value[decision["legal"].index("[bet]")] - value[decision["legal"].index("[check]")])
     sampled, spread = np.mean(gaps), 3 * np.std(gaps) / np.sqrt(len(gaps))
     assert abs(sampled - action_gaps(kt.uniform_policy())[JACK_OPENS]) < spread
+
+
+def test_counterfactual_weights_divide_each_visit_by_the_learners_own_reach():
+    records = _random_match([Slot(s, k % 2) for s in range(6) for k in range(2)])
+    for record in records:  # a learner whose choices had these probabilities (the random player records none)
+        for decision in record["decisions"]:
+            decision["logprob"] = float(np.log(0.004 if decision["action"] == "[check]" else 0.5))
+    branches = _random_match(branch_slots(records))
+    games = [(r, r["first_seat"], r["rewards"][r["first_seat"]]) for r in records]
+    _, onpolicy = decision_values(games, branches, 0.0)
+    _, counterfactual = decision_values(games, branches, 0.0, "counterfactual")
+    reach = np.concatenate([own_reach(r) for r in records])
+    np.testing.assert_allclose(onpolicy, 1.0 / len(records))
+    np.testing.assert_allclose(counterfactual, np.minimum(1.0 / reach, MAX_COUNTERFACTUAL_WEIGHT) / len(records))
+    assert reach[0] == 1.0 and (counterfactual >= onpolicy).all() and (counterfactual > onpolicy).any()
+    assert counterfactual.max() == pytest.approx(MAX_COUNTERFACTUAL_WEIGHT / len(records))  # a 0.004 check: capped
+    record = {"first_seat": 1, "decisions": [{"player": 1, "logprob": np.log(0.5)}, {"player": 0, "logprob": -3.0},
+                                             {"player": 1, "logprob": np.log(0.25)}, {"player": 1, "logprob": 0.0}]}
+    np.testing.assert_allclose(own_reach(record), [1.0, 0.5, 0.125])
 
 
 def test_neurd_target_is_the_tabular_step_for_two_actions():

@@ -60,6 +60,9 @@ REFERENCES = ("base", "previous")
 # What a round's steps optimise: GRPO's clipped policy gradient on the chosen actions, or NeuRD targets from branch
 # rollouts fitted by KL (arena.train.grpo.neurd; the reference is its magnet).
 OBJECTIVES = ("grpo", "neurd")
+# How NeuRD weighs an information set's visits: as often as self-play reaches it, or by the opponent's and chance's
+# reach alone (each visit divided by the learner's own reach: counterfactual values, as CFR's).
+WEIGHTINGS = ("onpolicy", "counterfactual")
 # Which games share an advantage baseline: every game of one deal (both seats: a deal's card luck cancels), or every
 # game of one deal from one seat (the same start and opponent: a deterministic game's seat value cancels).
 GROUP_BY = ("deal", "seat")
@@ -146,6 +149,7 @@ class TrainConfig:
     neurd_lr: float = 8.0
     neurd_decay: int = 20
     neurd_clip: float = 6.0
+    neurd_weighting: str = "onpolicy"
     lr: float = 1.0e-3
     lr_decay: str = "inverse_sqrt"
     steps: int = 32
@@ -176,6 +180,7 @@ class TrainConfig:
         require(self.neurd_lr > 0 and math.isfinite(self.neurd_lr), "train.neurd_lr", self.neurd_lr,
                 "must be a positive float (NeuRD's logit step per unit of value)")
         require(self.neurd_decay >= 0, "train.neurd_decay", self.neurd_decay, "must be >= 0 (0: no decay)")
+        require_choice("train.neurd_weighting", self.neurd_weighting, WEIGHTINGS)
         require(self.neurd_clip > 0, "train.neurd_clip", self.neurd_clip, "must be > 0 (the largest logit gap)")
         require_choice("train.group_by", self.group_by, GROUP_BY)
         require(self.lr > 0 and math.isfinite(self.lr), "train.lr", self.lr, "must be a positive float")

@@ -76,20 +76,37 @@ def action_values(record: Mapping[str, Any], reward: float, rewards: Mapping[tup
     return out
 
 
+def own_reach(record: Mapping[str, Any]) -> np.ndarray:
+    """Per learner decision of ``record`` (in order), the probability the learner's own earlier choices in the game
+    had under the policy that sampled them (the product of their recorded probabilities; 1 at its first)."""
+    seat = record["first_seat"]
+    logp = [decision["logprob"] for decision in record["decisions"] if decision["player"] == seat]
+    return np.exp(np.concatenate([[0.0], np.cumsum(logp[:-1])])) if logp else np.zeros(0)
+
+
+# Counterfactual weights divide a visit by the learner's own reach; capped so one visit through a rare choice (a
+# saturated decision's 0.0025) cannot outweigh a hundred ordinary ones.
+MAX_COUNTERFACTUAL_WEIGHT = 100.0
+
+
 def decision_values(games: Sequence[tuple[Mapping[str, Any], int, float]], branches: Sequence[Mapping[str, Any]],
-                    invalid_penalty: float) -> tuple[list[np.ndarray | None], np.ndarray]:
+                    invalid_penalty: float, weighting: str = "onpolicy") -> tuple[list[np.ndarray | None], np.ndarray]:
     """Per learner decision of ``games`` ((record, seat, reward) each, decisions in order): every legal action's
-    sampled value, and its visit weight, 1 / the finished games of its game (a game's targets do not grow with its
-    deal count)."""
+    sampled value, and its visit weight: 1 / the finished games of its game (a game's targets do not grow with its
+    deal count), divided by the learner's own reach where ``weighting`` is ``counterfactual`` (each information set
+    then weighs as the opponent's and chance's reach of it, as CFR's counterfactual values do)."""
     rewards = branch_rewards(branches, invalid_penalty)
     per_game = Counter(record["game_id"] for record, _, _ in games)
     values: list[np.ndarray | None] = []
-    weights: list[float] = []
+    weights: list[np.ndarray] = []
     for record, _, reward in games:
         found = action_values(record, reward, rewards)
         values += found
-        weights += [1.0 / per_game[record["game_id"]]] * len(found)
-    return values, np.asarray(weights)
+        scale = np.full(len(found), 1.0)
+        if weighting == "counterfactual":
+            scale = np.minimum(1.0 / own_reach(record), MAX_COUNTERFACTUAL_WEIGHT)
+        weights.append(scale / per_game[record["game_id"]])
+    return values, np.concatenate(weights) if weights else np.zeros(0)
 
 
 def read_branches(rollouts: str | Path) -> list[dict[str, Any]]:

@@ -91,7 +91,7 @@ def learner_decisions(records: Sequence[Mapping[str, Any]], learner_spec: str, c
                                                         normalise_std=config.normalise_std))
     if branches is None:
         return decisions
-    values, weights = decision_values(games, branches, config.invalid_penalty)
+    values, weights = decision_values(games, branches, config.invalid_penalty, config.neurd_weighting)
     return replace(decisions, values=values, visit_weights=weights)
 
 
