@@ -73,13 +73,14 @@ def test_the_preset_stand_in_is_qwen3_sized_and_byte_identical(tmp_path):
     assert tokenizer.has_thinking and tokenizer.eos_token_ids == {tokenizer.convert_tokens_to_ids("<|im_end|>")}
 
 
-def _round_params(game, variant, loop):
+def _round_params(game, variant, loop, objective="grpo"):
     full = {"view": "full"}
     return small_params(
         base={"source": "standin", "quant": "q4", "hidden_size": 256, "num_layers": 4, "num_heads": 4,
               "num_kv_heads": 2, "intermediate_size": 768, "vocab_size": ROUND_VOCAB, "max_position_embeddings": 4096},
         selfplay={"game": game, "variant": variant, "deals_per_round": 2, **full},
-        train={"method": "lora", "steps": 2, "batch_size": 4, "lora_layers": 4, "lora_rank": 8},
+        train={"method": "lora", "steps": 2, "batch_size": 4, "lora_layers": 4, "lora_rank": 8,
+               "objective": objective, "reference": "previous" if objective == "neurd" else "base"},
         rest={**full, "seeds_per_round": 2, "iters": 2, "batch_size": 2, "lora_layers": 4, "lora_rank": 8},
         curriculum={"variants": [variant], "probe_games": 2},
         roundeval={"games": 2, **full},
@@ -89,10 +90,11 @@ def _round_params(game, variant, loop):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("game", "variant", "loop"), [("kuhn", {}, "grpo"), ("liarsdice", {"dice": 1}, "grpo"),
-                                                       ("kuhn", {}, "rest")])
-def test_a_qlora_round_on_the_q4_stand_in_full_view(tmp_path, game, variant, loop):
-    params = _round_params(game, variant, loop)
+@pytest.mark.parametrize(("game", "variant", "loop", "objective"),
+                         [("kuhn", {}, "grpo", "grpo"), ("liarsdice", {"dice": 1}, "grpo", "grpo"),
+                          ("kuhn", {}, "rest", "grpo"), ("kuhn", {}, "grpo", "neurd")])
+def test_a_qlora_round_on_the_q4_stand_in_full_view(tmp_path, game, variant, loop, objective):
+    params = _round_params(game, variant, loop, objective)
     validate_all(params)
     root = tmp_path / "artifacts"
     build_base(load_section(BaseConfig, "base", params), root / "models" / "base")
@@ -108,3 +110,8 @@ def test_a_qlora_round_on_the_q4_stand_in_full_view(tmp_path, game, variant, loo
     records = [json.loads(line) for line in (root / "rollouts" / "r1" / "games.jsonl").read_text().splitlines()]
     assert records and all(not r["errored"] for r in records)
     assert all(d["text"].startswith("\n[GAME]") for r in records for d in r["decisions"])
+    if objective == "neurd":  # the branch games were played and their targets fitted through the QLoRA adapter
+        branches = [json.loads(line) for line in (root / "rollouts" / "r1" / "branches.jsonl").read_text().splitlines()]
+        assert branches and all(branch["prefix"] and not branch["errored"] for branch in branches)
+        log = [json.loads(line) for line in (root / "adapters" / "r1" / "train_log.jsonl").read_text().splitlines()]
+        assert log and all("loss" in row for row in log)
