@@ -6,15 +6,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tinyround import first_rollouts
 
 from arena.core.config import ConfigError
 from arena.core.seeds import SeedsConfig
 from arena.games.registry import make_game
 from arena.play.match import Slot, play_match, sample_key
 from arena.players.scripted import RandomPlayer
-from arena.train.basemodel import build_base
-from arena.train.config import BaseConfig, PoolConfig, SelfPlayConfig, TrainConfig
-from arena.train.fuse import copy_snapshot
+from arena.train.config import SelfPlayConfig, TrainConfig
 from arena.train.grpo.branches import (
     BRANCHES_FILE,
     MAX_COUNTERFACTUAL_WEIGHT,
@@ -27,12 +26,9 @@ from arena.train.grpo.branches import (
 from arena.train.grpo.neurd import neurd_target, step_size, visit_sums
 from arena.train.grpo.rollouts import play_round
 from arena.train.grpo.step import learner_decisions, train_round
-from arena.train.pool import build_pool
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # not a package: scripts import each other
 JACK_OPENS = "0"  # kuhn_theory's information set: the Jack, nothing played yet
-TINY = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64,
-        "vocab_size": 400}
 
 
 def _random_match(schedule):
@@ -156,13 +152,8 @@ def test_config_names_the_bad_objective():
 
 @pytest.fixture(scope="module")
 def neurd_round(tmp_path_factory):
-    root = tmp_path_factory.mktemp("neurd")
-    build_base(BaseConfig(**TINY), root / "base")
-    copy_snapshot(root / "base", root / "snap0")
-    build_pool(None, root / "snap0", PoolConfig(), "kuhn", root / "pool0")
     selfplay = SelfPlayConfig(deals_per_round=32, iterations_per_round=2, memo_prompts=64)
-    play_round(root / "snap0", root / "pool0", selfplay, SeedsConfig(), 1, root / "roll1", branches=True)
-    return root, selfplay
+    return first_rollouts(tmp_path_factory.mktemp("neurd"), selfplay, branches=True), selfplay
 
 
 def test_a_neurd_round_writes_branches_and_fits_its_targets(neurd_round):

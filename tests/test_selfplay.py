@@ -4,32 +4,25 @@ import json
 
 import numpy as np
 import pytest
+from tinyround import first_rollouts
 
 from arena.core.config import ConfigError, from_mapping
 from arena.core.hashing import digest_dir
 from arena.core.seeds import SeedsConfig
 from arena.eval.config import EvalConfig, RoundEvalConfig
 from arena.eval.roundeval import evaluate_round
-from arena.train.basemodel import build_base
-from arena.train.config import BaseConfig, PoolConfig, SelfPlayConfig, TrainConfig
-from arena.train.fuse import copy_snapshot, fuse_round
+from arena.train.config import PoolConfig, SelfPlayConfig, TrainConfig
+from arena.train.fuse import fuse_round
 from arena.train.grpo.rollouts import play_round, round_seeds, selfplay_schedule
 from arena.train.grpo.step import learner_decisions, round_clip, round_learning_rate, train_round
 from arena.train.pool import build_pool, load_pool, sample_opponents
 
-TINY = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64,
-        "vocab_size": 400}
 SELFPLAY = SelfPlayConfig(deals_per_round=24, group_size=2)
 
 
 @pytest.fixture(scope="module")
 def round_zero(tmp_path_factory):
-    root = tmp_path_factory.mktemp("selfplay")
-    build_base(BaseConfig(**TINY), root / "base")
-    copy_snapshot(root / "base", root / "snap0")
-    build_pool(None, root / "snap0", PoolConfig(), "kuhn", root / "pool0")
-    play_round(root / "snap0", root / "pool0", SELFPLAY, SeedsConfig(), 1, root / "roll1")
-    return root
+    return first_rollouts(tmp_path_factory.mktemp("selfplay"), SELFPLAY)
 
 
 def test_schedule_plays_each_deal_from_both_seats():
