@@ -37,16 +37,8 @@ def action_gaps(policy: kt.Policy) -> dict[str, float]:
     both seats playing ``policy``."""
     gaps = {}
     for name in kt.INFO_SETS:
-        card, history, player = int(name[0]), name[1:], kt.player_of(name)
-        sign, reach, gap = (1.0 if player == 0 else -1.0), 0.0, 0.0
-        for deal in kt.DEALS:
-            if deal[player] != card:
-                continue
-            weight = kt._opponent_reach(policy, player, history, deal)
-            values = [sign * kt._value(history + action, deal, (policy, policy)) for action in kt.ACTIONS]
-            gap += weight * (values[1] - values[0])
-            reach += weight
-        gaps[name] = gap / reach
+        reach, values = kt.counterfactual_values((policy, policy), name)
+        gaps[name] = (values[kt.BET_ACTION] - values[kt.PASS]) / reach
     return gaps
 
 

@@ -99,7 +99,7 @@ def distill(snapshot: Path, target: dict[str, float], out: Path, steps: int = 20
     from mlx.utils import tree_flatten
 
     from arena.players.policy import AGGRESSIVE, canonical_observations
-    from arena.players.scoring import action_loglik, build_batch, masked_log_softmax
+    from arena.players.scoring import build_batch, legal_logp
 
     player = MLXPlayer(snapshot)
     observations = canonical_observations()
@@ -110,7 +110,7 @@ def distill(snapshot: Path, target: dict[str, float], out: Path, steps: int = 20
                        for name, o in observations.items() for action in o.legal_actions])
 
     def loss(model: Any) -> mx.array:
-        logp = masked_log_softmax(action_loglik(model, batch), batch.action_offsets, 1.0)
+        logp = legal_logp(model, batch, 1.0)
         return -(wanted * logp).sum() / len(observations)
 
     optimizer, step = optim.Adam(learning_rate=lr), nn.value_and_grad(player.model, loss)

@@ -41,23 +41,14 @@ from kuhn_neurd import step as sampled_step  # noqa: E402
 from arena.games import kuhn_theory as kt  # noqa: E402
 from arena.players.mlx import MLXPlayer  # noqa: E402
 from arena.players.policy import AGGRESSIVE, canonical_observations  # noqa: E402
-from arena.players.scoring import action_loglik, masked_log_softmax  # noqa: E402
+from arena.players.scoring import legal_logp  # noqa: E402
 
 
 def visits(policy: kt.Policy) -> np.ndarray:
-    """Per information set (INFO_SETS order), the probability that self-play under ``policy`` reaches it."""
-    out = np.zeros(len(kt.INFO_SETS))
-    for index, name in enumerate(kt.INFO_SETS):
-        card, history, player = int(name[0]), name[1:], kt.player_of(name)
-        for deal in kt.DEALS:
-            if deal[player] != card:
-                continue
-            reach = 1.0 / len(kt.DEALS)
-            for depth, action in enumerate(history):
-                bet = policy[f"{deal[depth % 2]}{history[:depth]}"]
-                reach *= bet if action == "b" else 1.0 - bet
-            out[index] += reach
-    return out
+    """Per information set (INFO_SETS order), the probability that self-play under ``policy`` reaches it: chance's
+    and the opponent's reach times the actor's own."""
+    return np.array([kt.counterfactual_values((policy, policy), name)[0] * kt.own_reach(policy, name) / len(kt.DEALS)
+                     for name in kt.INFO_SETS])
 
 
 class Probe:
@@ -74,7 +65,7 @@ class Probe:
 
     def log_probs(self, model) -> tuple[mx.array, mx.array]:
         """log pi(bet), log pi(pass) at each information set, differentiable."""
-        logp = masked_log_softmax(action_loglik(model, self.batch), self.batch.action_offsets, 1.0)
+        logp = legal_logp(model, self.batch, 1.0)
         return logp[self.bet], logp[self.passive]
 
     def policy(self) -> dict[str, float]:

@@ -19,6 +19,7 @@ import sys
 import numpy as np
 
 from arena.games import leduc_theory as lt
+from arena.games.leduc_cfr import action_gains
 
 LOGIT_CLIP = 6.0
 TARGET = 1.893 / 5  # issue 14's "falls 5x" from the stock model's Leduc exploitability (README, round 0)
@@ -35,20 +36,8 @@ def softmax(theta: np.ndarray) -> np.ndarray:
 def advantages(sigma: np.ndarray, weight: str) -> tuple[np.ndarray, np.ndarray]:
     """Per information state and action, the weighted sum of Q(a) - V over its (node, deal) pairs (the actor's
     chips), and the information state's total weight."""
-    t = lt.tree()
-    probs = lt.action_probabilities(sigma)
-    reach, values = lt.reach_probabilities(probs), lt.node_values(probs)
-    sums, totals = np.zeros((len(t.info_states), 3)), np.zeros(len(t.info_states))
-    for player in (0, 1):
-        nodes = np.flatnonzero(t.actor == player)
-        sign = 1.0 if player == 0 else -1.0
-        w = lt.CHANCE * reach[1 - player, nodes] * (reach[player, nodes] if weight == "visits" else 1.0)
-        gain = sign * (values[t.child[nodes]] - values[nodes][:, None, :]) * t.legal[nodes][:, :, None]
-        rows = t.info[nodes]  # (nodes, deals)
-        for action in range(3):
-            sums[:, action] += np.bincount(rows.ravel(), (gain[:, action] * w).ravel(), len(t.info_states))
-        totals += np.bincount(rows.ravel(), w.ravel(), len(t.info_states))
-    return sums, totals
+    both = [action_gains(sigma, player, on_policy=weight == "visits") for player in (0, 1)]
+    return both[0][0] + both[1][0], both[0][1] + both[1][1]
 
 
 def run(steps: int, lr: float, beta: float, every: int, weight: str, report: tuple[int, ...]) -> dict[int, float]:

@@ -14,6 +14,7 @@ from arena.games.kuhn_theory import (
     average_policy,
     best_response,
     best_response_value,
+    counterfactual_values,
     expected_value,
     exploitability,
     exploitability_report,
@@ -220,3 +221,17 @@ def test_load_policy(tmp_path):
     path.write_text(json.dumps({"0": 0.5}))
     with pytest.raises(PolicyError, match=str(path)):
         load_policy(path)
+
+
+def test_counterfactual_values_add_up_to_the_self_play_value():
+    policy = policy_from_array(np.random.default_rng(3).random(12))
+    roots = [name for name in INFO_SETS if len(name) == 1]  # the first mover's opening info sets
+    total = 0.0
+    for name in roots:
+        reach, values = counterfactual_values((policy, policy), name)
+        assert reach == 2.0  # two deals hold each card, and nobody has acted yet
+        total += policy[name] * values["b"] + (1.0 - policy[name]) * values["p"]
+    assert total / len(DEALS) == pytest.approx(self_play_value(policy), abs=1e-12)
+    # The second mover's info set after a check: the opponent's reach is its check probability with the other cards.
+    reach, _ = counterfactual_values((policy, policy), "0p")
+    assert reach == pytest.approx((1.0 - policy["1"]) + (1.0 - policy["2"]), abs=1e-12)

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from arena.cli import main
 from arena.games import leduc_theory as lt
-from arena.games.leduc_cfr import NASH_PATH, cfr_plus, nash_array, nash_digest, write_nash
+from arena.games.leduc_cfr import NASH_PATH, action_gains, cfr_plus, nash_array, nash_digest, write_nash
 
 UNIFORM_EXPLOITABILITY = 2.3736111111111112  # OpenSpiel: nash_conv(leduc_poker, uniform random) / 2
 NASH_VALUE = -0.0856  # the game value for player 0 (published: -0.0856 chips per hand)
@@ -185,3 +185,24 @@ def test_exploitability_command_names_a_bad_leduc_file(tmp_path):
     assert result.exit_code == 2 and "936 missing info states" in result.stderr
     shipped = CliRunner().invoke(main, ["exploitability", str(NASH_PATH), "--game", "leduc"])
     assert json.loads(shipped.stdout)["exploitability"] < 2e-5
+
+
+def test_action_gains_average_to_zero_under_the_policy_and_weigh_states_by_reach():
+    t = lt.tree()
+    logits = np.random.default_rng(4).normal(size=(len(t.info_states), 3))
+    sigma = np.where(t.info_legal > 0, np.exp(logits), 0.0)
+    sigma /= sigma.sum(axis=1, keepdims=True)
+    for player in (0, 1):
+        owned = t.info_owner == player
+        gains, totals = action_gains(sigma, player)
+        # V is the policy's mean of Q, so the policy-weighted gains cancel at every information state it owns.
+        np.testing.assert_allclose((sigma * gains).sum(axis=1)[owned], 0.0, atol=1e-12)
+        assert not gains[~owned].any() and not totals[~owned].any()
+        on_policy, visits = action_gains(sigma, player, on_policy=True)
+        assert np.all(visits[owned] <= totals[owned] + 1e-12)  # own reach <= 1 only shrinks the weights
+        np.testing.assert_allclose((sigma * on_policy).sum(axis=1)[owned], 0.0, atol=1e-12)
+    # Before anyone acts, a state's self-play weight is chance's alone: the six private cards' weights sum to 1.
+    start = "[Player: 0][Pot: 2][Money: 99 99][Round1: ][Round2: ]"
+    roots = [i for i, name in enumerate(t.info_states) if name.endswith(start)]
+    assert len(roots) == 6
+    assert action_gains(sigma, 0, on_policy=True)[1][roots].sum() == pytest.approx(1.0, abs=1e-12)

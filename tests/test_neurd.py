@@ -2,6 +2,7 @@
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +24,9 @@ from arena.train.grpo.branches import (
     decision_values,
     own_reach,
 )
-from arena.train.grpo.neurd import neurd_target, step_size, visit_sums
+from arena.train.grpo.neurd import neurd_target, visit_sums
 from arena.train.grpo.rollouts import play_round
+from arena.train.grpo.schedule import neurd_rate
 from arena.train.grpo.step import learner_decisions, train_round
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # not a package: scripts import each other
@@ -139,8 +141,13 @@ def test_visit_sums_centre_each_visit_and_weight_it():
     np.testing.assert_allclose(sums[0], 0.5 * np.array([1.0, -1.0]) + 0.25 * np.array([1.0, -1.0]))
     np.testing.assert_allclose(sums[1], [-1.0, 1.0, 0.0])
     np.testing.assert_allclose(totals, [2.75, 1.0])
-    assert step_size(8.0, 20, 1) == 8.0 and step_size(8.0, 20, 21) == pytest.approx(8.0 / np.sqrt(2.0))
-    assert step_size(8.0, 0, 99) == 8.0
+
+
+def test_neurd_rate_decays_as_inverse_sqrt_over_neurd_decay_iterations():
+    config = TrainConfig(objective="neurd", neurd_lr=8.0, neurd_decay=20)
+    assert neurd_rate(config, 1) == 8.0 and neurd_rate(config, 21) == pytest.approx(8.0 / np.sqrt(2.0))
+    assert neurd_rate(config, 61) == pytest.approx(4.0)
+    assert neurd_rate(replace(config, neurd_decay=0), 99) == 8.0
 
 
 def test_config_names_the_bad_objective():

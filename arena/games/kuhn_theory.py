@@ -198,12 +198,27 @@ def _opponent_reach(policy: Policy, player: int, history: str, deal: tuple[int, 
     return reach
 
 
+def counterfactual_values(seats: tuple[Policy, Policy], info_set: str) -> tuple[float, dict[str, float]]:
+    """At ``info_set``, the seats playing ``seats`` (first mover's, second mover's): the probability that chance and
+    the opponent reach it (summed over the deals it holds), and each action's chips to the actor, weighted by that
+    reach (counterfactual values, unnormalised: divide by the reach for the values given the info set is reached).
+    The actor's own reach is common to every deal of the info set, so it is left out."""
+    _check_info_set(info_set)
+    card, history, player = int(info_set[0]), info_set[1:], player_of(info_set)
+    sign = 1.0 if player == 0 else -1.0
+    deals = [deal for deal in DEALS if deal[player] == card]
+    opponent = seats[1 - player]
+    values = {action: sum(_opponent_reach(opponent, player, history, deal) * sign
+                          * _value(history + action, deal, seats) for deal in deals)
+              for action in ACTIONS}
+    return sum(_opponent_reach(opponent, player, history, deal) for deal in deals), values
+
+
 def best_response(opponent: Policy, player: int) -> tuple[float, dict[str, float]]:
     """A pure best response for ``player`` against ``opponent`` in the other seat, and its value.
 
-    Counterfactual values are computed bottom-up: an info set's action values are summed over the
-    deals consistent with it, weighted by chance and the opponent's reach (the responder's own reach
-    is common to every state in the info set, so it does not change the argmax). Deeper info sets are
+    Counterfactual values (``counterfactual_values``) are computed bottom-up, so the responder's own reach, common
+    to every state in an info set, does not change the argmax. Deeper info sets are
     decided first, so the responder's later choices are already fixed when earlier ones are scored.
     Ties go to ``p``, which makes the result deterministic. The value is the responder's expected
     chips per round.
@@ -215,17 +230,7 @@ def best_response(opponent: Policy, player: int) -> tuple[float, dict[str, float
     seats_for = {0: lambda table: (table, opponent), 1: lambda table: (opponent, table)}[player]
     sign = 1.0 if player == 0 else -1.0
     for name in sorted(player_info_sets(player), key=lambda info: -len(info)):
-        card, history = int(name[0]), name[1:]
-        action_values = {}
-        for action in ACTIONS:
-            table = {**opponent, **responder, name: 1.0 if action == BET_ACTION else 0.0}
-            action_values[action] = sum(
-                _opponent_reach(opponent, player, history, deal)
-                * sign
-                * _value(history + action, deal, seats_for(table))
-                for deal in DEALS
-                if deal[player] == card
-            )
+        _, action_values = counterfactual_values(seats_for({**opponent, **responder}), name)
         responder[name] = 1.0 if action_values[BET_ACTION] > action_values[PASS] else 0.0
     full = {**opponent, **responder}
     value = sign * expected_value(*seats_for(full))

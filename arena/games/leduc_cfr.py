@@ -49,19 +49,35 @@ def regret_matching(regrets: np.ndarray) -> np.ndarray:
     return np.where(total > 0, positive / np.where(total > 0, total, 1.0), uniform)
 
 
+def action_gains(sigma: np.ndarray, player: int, on_policy: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Per information state and action of ``player``, the sum over its (node, deal) pairs of Q(a) - V (the
+    actor's chips), each weighted by chance and the opponent's reach (CFR's counterfactual regret) and, where
+    ``on_policy``, by the actor's own reach too (the pair's probability in self-play); and each state's total weight."""
+    probs = action_probabilities(sigma)
+    return _gains(probs, reach_probabilities(probs), player, on_policy)
+
+
+def _gains(probs: np.ndarray, reach: np.ndarray, player: int, on_policy: bool) -> tuple[np.ndarray, np.ndarray]:
+    t = tree()
+    values = node_values(probs) * (1.0 if player == 0 else -1.0)
+    nodes = np.flatnonzero(t.actor == player)
+    weight = CHANCE * reach[1 - player, nodes]  # (n, deals)
+    if on_policy:
+        weight = weight * reach[player, nodes]
+    gain = (values[t.child[nodes]] - values[nodes][:, None, :]) * weight[:, None, :] * t.legal[nodes][:, :, None]
+    rows = (t.info[nodes][:, None, :] * 3 + np.arange(3)[None, :, None]).ravel()
+    size = len(t.info_states)
+    return (np.bincount(rows, gain.ravel(), 3 * size).reshape(-1, 3),
+            np.bincount(t.info[nodes].ravel(), weight.ravel(), size))
+
+
 def _regret_update(sigma: np.ndarray, player: int) -> tuple[np.ndarray, np.ndarray]:
     """This iteration's counterfactual regrets of ``player`` and its own reach of each info state."""
     t = tree()
     probs = action_probabilities(sigma)
     reach = reach_probabilities(probs)
-    values = node_values(probs) * (1.0 if player == 0 else -1.0)
-    nodes = np.flatnonzero(t.actor == player)
-    weight = CHANCE * reach[1 - player, nodes]  # (n, deals): chance times the opponent's reach
-    gain = (values[t.child[nodes]] - values[nodes][:, None, :]) * weight[:, None, :] * t.legal[nodes][:, :, None]
-    rows = (t.info[nodes][:, None, :] * 3 + np.arange(3)[None, :, None]).ravel()
-    regrets = np.bincount(rows, gain.ravel(), 3 * len(t.info_states)).reshape(-1, 3)
     own_reach = reach[t.info_owner, t.representative[:, 0], t.representative[:, 1]]
-    return regrets, own_reach
+    return _gains(probs, reach, player, on_policy=False)[0], own_reach
 
 
 def cfr_plus(target: float = 1e-3, max_iterations: int = 20_000, check_every: int = 10) -> CFRResult:

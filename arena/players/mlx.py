@@ -30,6 +30,7 @@ from arena.players.scoring import (
     inference_loglik,
     masked_log_softmax,
     pack_batches,
+    per_decision,
     prompt_positions,
 )
 
@@ -185,9 +186,7 @@ class MLXPlayer(Player):
         mx.eval(logp_mx, [kv for _, _, kv in kept])
         for stream, prompt, kv in kept:
             self.turns.store(stream, prompt, kv)
-        logp = np.array(logp_mx, dtype=np.float64)
-        offsets = batch.action_offsets
-        return [logp[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
+        return per_decision(np.array(logp_mx, dtype=np.float64), batch.action_offsets)
 
     def act(self, observation: Observation) -> Decision:
         return self.act_batch([observation])[0]

@@ -362,3 +362,14 @@ def masked_log_softmax(loglik: mx.array, offsets: Sequence[int], temperature: fl
     masked = mx.where(onehot, scaled[None, :], -mx.inf)
     norm = mx.logsumexp(masked, axis=1)  # [decisions]
     return scaled - norm[mx.array(segment)] if n else scaled
+
+
+def legal_logp(model: Any, batch: ScoringBatch, temperature: float) -> mx.array:
+    """Every legal action's log-probability under ``model``'s masked, tempered softmax, [total actions]; the
+    training path (one tail level, differentiable), so a policy's targets and its fit read the same arithmetic."""
+    return masked_log_softmax(action_loglik(model, batch), batch.action_offsets, temperature)
+
+
+def per_decision(flat: np.ndarray, offsets: Sequence[int]) -> list[np.ndarray]:
+    """``flat`` (one value per legal action, [total actions]) cut into one array per decision."""
+    return [flat[a:b] for a, b in zip(offsets[:-1], offsets[1:], strict=True)]

@@ -60,12 +60,6 @@ def visit_sums(keys: Sequence[Any], values: Sequence[np.ndarray], weights: np.nd
     return first, sums, np.asarray(totals)
 
 
-def step_size(lr: float, decay: int, outer_step: int) -> float:
-    """The target's step size at outer step ``outer_step`` (1-based: one per iteration of the run):
-    lr / sqrt(1 + (outer_step - 1) / decay), or lr where ``decay`` is 0."""
-    return lr / np.sqrt(1.0 + (outer_step - 1) / decay) if decay else lr
-
-
 # ----------------------------------------------------------------------------------------------- the model
 
 
@@ -74,13 +68,12 @@ def all_action_logp(player: MLXPlayer, observations: Sequence[Observation], temp
     """Per observation, the player's model's log-probability of each legal action (tempered, masked softmax)."""
     import mlx.core as mx
 
-    from arena.players.scoring import action_loglik, masked_log_softmax
+    from arena.players.scoring import legal_logp, per_decision
 
     out: list[np.ndarray] = []
     for _, _, batch in player.scoring_passes(observations, max_tokens, key):
-        logp = masked_log_softmax(action_loglik(player.model, batch), batch.action_offsets, temperature)
-        flat = np.array(logp.astype(mx.float32), dtype=np.float64)
-        out += [flat[a:b] for a, b in zip(batch.action_offsets[:-1], batch.action_offsets[1:], strict=True)]
+        logp = legal_logp(player.model, batch, temperature)
+        out += per_decision(np.array(logp.astype(mx.float32), dtype=np.float64), batch.action_offsets)
     return out
 
 
@@ -109,9 +102,9 @@ class NeuRDFit:
     def _loss(self, model, batch, target, weights):
         import mlx.core as mx
 
-        from arena.players.scoring import action_loglik, masked_log_softmax
+        from arena.players.scoring import legal_logp
 
-        logp = masked_log_softmax(action_loglik(model, batch), batch.action_offsets, self.temperature)
+        logp = legal_logp(model, batch, self.temperature)
         return (weights * mx.exp(target) * (target - logp)).sum()
 
     def targets(self, data: Any, ref: MLXPlayer, rate: float) -> Targets:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -30,7 +29,8 @@ from arena.train.config import SelfPlayConfig, TrainConfig
 from arena.train.fuse import lookahead, save_fused
 from arena.train.grpo.branches import decision_values, read_branches
 from arena.train.grpo.dataparallel import World
-from arena.train.grpo.neurd import NeuRDFit, step_size
+from arena.train.grpo.neurd import NeuRDFit
+from arena.train.grpo.schedule import neurd_rate, round_clip, round_learning_rate
 from arena.train.grpo.update import GRPOUpdate, chosen_logp, distinct_rows
 from arena.train.lora import adapter_config, attach_lora, check_trainable
 
@@ -114,28 +114,6 @@ def _flat_decisions(games: list[tuple[Mapping[str, Any], int, float]], grouped: 
 
 
 # ----------------------------------------------------------------------------------------------- training
-
-
-def decayed(value: float, decay: str, rounds: float) -> float:
-    """``value`` after ``rounds`` rounds (a fraction within a round) under a decay of DECAYS."""
-    if decay == "inverse_sqrt":
-        return value / math.sqrt(1.0 + rounds)
-    if decay == "inverse":  # 1/t, the Robbins-Monro rate: steps sum to infinity, their squares do not
-        return value / (1.0 + rounds)
-    return value
-
-
-def round_learning_rate(config: TrainConfig, global_step: int, steps_per_round: int) -> float:
-    """The learning rate at ``global_step`` of the run, ``steps_per_round`` steps a round, under ``train.lr_decay``."""
-    # Decay over the whole multi-round run (global steps, in rounds), as the tabular study's best recipe does.
-    return decayed(config.lr, config.lr_decay, global_step / steps_per_round)
-
-
-def round_clip(config: TrainConfig, round_number: int) -> float:
-    """Round ``round_number``'s PPO clip under ``train.clip_decay``. Adam moves a near-indifferent decision's
-    probability to the clip's edge whatever its (noisy) advantage, so the clip, not the learning rate, sets how far
-    noise moves the policy a round (bench/results/clip_schedule.md)."""
-    return decayed(config.clip_eps, config.clip_decay, round_number - 1)
 
 
 def _reference_logp(ref: MLXPlayer, data: Decisions, keep: np.ndarray, temperature: float) -> np.ndarray:
@@ -262,7 +240,7 @@ def _run_neurd(fit: NeuRDFit, ref: MLXPlayer, data: Decisions, config: TrainConf
     """One iteration's NeuRD targets (the run's outer step) and ``config.steps`` Adam steps fitting them, each on
     at most ``config.batch_size`` distinct prompts; a row a step."""
     outer = (at.round_number - 1) * at.iterations + iteration + 1
-    targets = fit.targets(data, ref, step_size(config.neurd_lr, config.neurd_decay, outer))
+    targets = fit.targets(data, ref, neurd_rate(config, outer))
     count, every = len(targets.observations), np.arange(len(data.chosen))
     log = []
     for local in range(config.steps):

@@ -18,9 +18,9 @@ def chosen_logp(model, batch, chosen: np.ndarray, temperature: float):
     """Differentiable log-probability of each chosen action under the masked, tempered softmax."""
     import mlx.core as mx
 
-    from arena.players.scoring import action_loglik, masked_log_softmax
+    from arena.players.scoring import legal_logp
 
-    logp = masked_log_softmax(action_loglik(model, batch), batch.action_offsets, temperature)
+    logp = legal_logp(model, batch, temperature)
     return logp[mx.array(np.asarray(batch.action_offsets[:-1]) + chosen)]
 
 
