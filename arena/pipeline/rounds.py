@@ -114,13 +114,12 @@ def _rollouts(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
 
 def _train(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
     n, prev = paths.n, paths.prev
-    objective = load_section(TrainConfig, "train", params).objective if loop == "grpo" else "grpo"
-    launch = launch_for(loop, objective)
+    config = load_section(TrainConfig, "train", params)
+    launch = launch_for(loop, config.objective if loop == "grpo" else "grpo")
     if loop == "rest":
         train_rest_round(paths.snapshot(prev), paths.base, paths.rollouts(n), paths.trained(prev), n,
                          load_section(RestConfig, "rest", params), paths.trained(n))
         return
-    config = load_section(TrainConfig, "train", params)
     reference = paths.base if config.reference == "base" else paths.snapshot(prev)
     if loop == "lsp":
         train_lsp_round(paths.snapshot(prev), reference, paths.rollouts(n), n, load_section(LspConfig, "lsp", params),
