@@ -11,7 +11,15 @@ from click.testing import CliRunner
 
 from arena.cli import main
 from arena.games import leduc_theory as lt
-from arena.games.leduc_cfr import NASH_PATH, action_gains, cfr_plus, nash_array, nash_digest, write_nash
+from arena.games.leduc_cfr import (
+    NASH_PATH,
+    action_gains,
+    average_policy,
+    cfr_plus,
+    nash_array,
+    nash_digest,
+    write_nash,
+)
 
 UNIFORM_EXPLOITABILITY = 2.3736111111111112  # OpenSpiel: nash_conv(leduc_poker, uniform random) / 2
 NASH_VALUE = -0.0856  # the game value for player 0 (published: -0.0856 chips per hand)
@@ -206,3 +214,23 @@ def test_action_gains_average_to_zero_under_the_policy_and_weigh_states_by_reach
     roots = [i for i, name in enumerate(t.info_states) if name.endswith(start)]
     assert len(roots) == 6
     assert action_gains(sigma, 0, on_policy=True)[1][roots].sum() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_average_policy_plays_as_the_mixture_of_whole_hands():
+    rng = np.random.default_rng(6)
+    first, second, opponent = random_array(rng), random_array(rng), random_array(rng)
+    average = average_policy([first, second], weights=[1.0, 3.0])
+
+    def mixed(play):
+        return 0.25 * play(first) + 0.75 * play(second)
+
+    # Realisation equivalence (Kuhn's theorem), from both seats: the own-reach weights make it exact.
+    assert lt.expected_value(average, opponent) == pytest.approx(mixed(lambda p: lt.expected_value(p, opponent)),
+                                                                 abs=1e-12)
+    assert lt.expected_value(opponent, average) == pytest.approx(mixed(lambda p: lt.expected_value(opponent, p)),
+                                                                 abs=1e-12)
+    naive = (first + 3.0 * second) / 4.0  # the info-state-wise mean is not the mixture
+    assert abs(lt.expected_value(naive, opponent) - mixed(lambda p: lt.expected_value(p, opponent))) > 1e-4
+    np.testing.assert_allclose(average_policy([first]), first, atol=1e-15)
+    with pytest.raises(ValueError, match="one weight >= 0 per policy"):
+        average_policy([first, second], weights=[1.0])

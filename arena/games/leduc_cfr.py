@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -14,6 +15,7 @@ from arena.core.hashing import digest_bytes
 from arena.games.leduc_theory import (
     CHANCE,
     action_probabilities,
+    as_array,
     exploitability,
     load_policy,
     node_values,
@@ -71,13 +73,39 @@ def _gains(probs: np.ndarray, reach: np.ndarray, player: int, on_policy: bool) -
             np.bincount(t.info[nodes].ravel(), weight.ravel(), size))
 
 
+def _own_reach(reach: np.ndarray) -> np.ndarray:
+    """Each info state's owner's reach (the same at every node and deal of the state)."""
+    t = tree()
+    return reach[t.info_owner, t.representative[:, 0], t.representative[:, 1]]
+
+
 def _regret_update(sigma: np.ndarray, player: int) -> tuple[np.ndarray, np.ndarray]:
     """This iteration's counterfactual regrets of ``player`` and its own reach of each info state."""
-    t = tree()
     probs = action_probabilities(sigma)
     reach = reach_probabilities(probs)
-    own_reach = reach[t.info_owner, t.representative[:, 0], t.representative[:, 1]]
-    return _gains(probs, reach, player, on_policy=False)[0], own_reach
+    return _gains(probs, reach, player, on_policy=False)[0], _own_reach(reach)
+
+
+def average_policy(policies: Sequence[np.ndarray], weights: Sequence[float] | None = None) -> np.ndarray:
+    """The behavioural policy that plays as picking ``policies[k]`` for a whole hand with probability ``weights[k]``
+    (uniform if None): each info state's rows averaged with weight x the owner's own reach under that policy.
+
+    This is CFR's average strategy; it is what "the average of a run's snapshots" means for exploitability.
+    An info state that no policy reaches takes the plain weighted average (its play can never matter).
+    """
+    if not policies:
+        raise ValueError("average_policy needs at least one policy")
+    weights = np.full(len(policies), 1.0 / len(policies)) if weights is None else np.asarray(weights, float)
+    if weights.shape != (len(policies),) or np.any(weights < 0) or not weights.sum() > 0:
+        raise ValueError(f"average_policy needs one weight >= 0 per policy, not all 0; got {weights.tolist()} "
+                         f"for {len(policies)} policies")
+    sigmas = np.stack([as_array(policy) for policy in policies])
+    reach = np.stack([_own_reach(reach_probabilities(action_probabilities(sigma))) for sigma in sigmas])
+    mass = weights[:, None] * reach  # (policies, info states)
+    plain = np.einsum("k,kia->ia", weights, sigmas) / weights.sum()
+    total = mass.sum(axis=0)[:, None]
+    reached = np.einsum("ki,kia->ia", mass, sigmas) / np.where(total > 0, total, 1.0)
+    return np.where(total > 0, reached, plain)
 
 
 def cfr_plus(target: float = 1e-3, max_iterations: int = 20_000, check_every: int = 10) -> CFRResult:
