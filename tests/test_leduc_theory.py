@@ -232,5 +232,6 @@ def test_average_policy_plays_as_the_mixture_of_whole_hands():
     naive = (first + 3.0 * second) / 4.0  # the info-state-wise mean is not the mixture
     assert abs(lt.expected_value(naive, opponent) - mixed(lambda p: lt.expected_value(p, opponent))) > 1e-4
     np.testing.assert_allclose(average_policy([first]), first, atol=1e-15)
-    with pytest.raises(ValueError, match="one weight >= 0 per policy"):
-        average_policy([first, second], weights=[1.0])
+    for weights in ([1.0], [1.0, float("inf")], [0.0, 0.0], [1.0, -1.0]):
+        with pytest.raises(ValueError, match="one finite weight >= 0 per policy"):
+            average_policy([first, second], weights=weights)

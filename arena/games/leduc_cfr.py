@@ -96,8 +96,9 @@ def average_policy(policies: Sequence[np.ndarray], weights: Sequence[float] | No
     if not policies:
         raise ValueError("average_policy needs at least one policy")
     weights = np.full(len(policies), 1.0 / len(policies)) if weights is None else np.asarray(weights, float)
-    if weights.shape != (len(policies),) or np.any(weights < 0) or not weights.sum() > 0:
-        raise ValueError(f"average_policy needs one weight >= 0 per policy, not all 0; got {weights.tolist()} "
+    if (weights.shape != (len(policies),) or not np.all(np.isfinite(weights)) or np.any(weights < 0)
+            or not weights.sum() > 0):
+        raise ValueError(f"average_policy needs one finite weight >= 0 per policy, not all 0; got {weights.tolist()} "
                          f"for {len(policies)} policies")
     sigmas = np.stack([as_array(policy) for policy in policies])
     reach = np.stack([_own_reach(reach_probabilities(action_probabilities(sigma))) for sigma in sigmas])
