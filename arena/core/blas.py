@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from arena.core.jit import ensure_vector_jit
 from arena.core.paths import cache_dir
 
 if TYPE_CHECKING:  # numpy is not imported here before OpenBLAS's thread count is set
@@ -140,9 +141,12 @@ def ensure_fast_blas() -> dict[str, str]:
     Must run before anything imports ``mlx``: MLX resolves its BLAS symbols when it loads, and a library
     already loaded with RTLD_GLOBAL wins. Falls back to MLX's bundled reference BLAS with a warning.
     ``ARENA_BLAS=reference`` opts out; ``ARENA_BLAS_CORETYPE`` picks another OpenBLAS kernel (results change).
+    Also routes MLX's CPU JIT through the vector compiler (``arena.core.jit``: faster, the same bits), since every
+    process that runs MLX for arena starts here.
     """
     if _state:
         return dict(_state)
+    ensure_vector_jit()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", DEFAULT_THREADS)
     threads = os.environ["OPENBLAS_NUM_THREADS"]
     if sys.platform == "darwin":
