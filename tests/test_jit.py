@@ -92,3 +92,28 @@ def test_the_real_compiler_is_never_arenas_own_wrapper(tmp_path, monkeypatch):
     assert jit.real_compiler() == str((system / "g++").resolve())
     monkeypatch.setenv("PATH", str(wrapper.parent))
     assert jit.real_compiler() is None
+
+
+@pytest.mark.skipif(jit._unavailable() is not None, reason=f"no vector JIT here: {jit._unavailable()}")
+def test_a_compiler_that_rejects_the_flags_leaves_mlx_on_its_plain_build(tmp_path):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "g++").write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = -fno-trapping-math ] && exit 1; done\nexit 0\n')
+    (fake / "g++").chmod(0o755)
+    code = ("import json, os; from arena.core.jit import ensure_vector_jit as e; "
+            "print(json.dumps([e(), os.environ['PATH']]))")
+    env = {**os.environ, "PATH": f"{fake}{os.pathsep}/usr/bin:/bin", "ARENA_CACHE_DIR": str(tmp_path / "cache"),
+           "TMPDIR": str(tmp_path)}
+    env.pop("ARENA_JIT", None)
+    state, path = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                            check=True).stdout)
+    assert state["jit"].startswith("plain (") and "failed a test build" in state["jit"]
+    assert path.split(os.pathsep)[0] == str(fake)  # no wrapper put in front
+
+
+@pytest.mark.skipif(jit.real_compiler() is None, reason="no g++ here")
+def test_the_test_build_passes_with_the_real_compiler_and_is_remembered(tmp_path):
+    wrapper = jit.write_wrapper(jit.real_compiler(), tmp_path)
+    assert jit.compiles(wrapper)
+    assert (tmp_path / "ok").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g++", "ok"]  # the probe's files are gone

@@ -22,6 +22,7 @@ import hashlib
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -80,6 +81,30 @@ def real_compiler() -> str | None:
     return None
 
 
+_PROBE = "#include <cmath>\nextern \"C\" float probe(float x, float y) { return std::fma(x, y, 1.0f); }\n"
+
+
+def compiles(wrapper: Path) -> bool:
+    """Whether ``wrapper`` builds a shared library the way MLX's JIT asks (a compiler that rejects one of the flags,
+    a clang behind the name ``g++``, must not break every compiled function); a success is remembered beside it."""
+    marker = wrapper.with_name("ok")
+    if marker.exists():
+        return True
+    source, library = wrapper.with_name(f"probe{os.getpid()}.cpp"), wrapper.with_name(f"probe{os.getpid()}.so")
+    try:
+        source.write_text(_PROBE)
+        done = subprocess.run([str(wrapper), "-std=c++17", "-O3", "-Wall", "-fPIC", "-shared", str(source), "-o",
+                               str(library)], capture_output=True, timeout=120)
+        if done.returncode == 0:
+            marker.touch()
+        return done.returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+    finally:
+        source.unlink(missing_ok=True)
+        library.unlink(missing_ok=True)
+
+
 def _unavailable() -> str | None:
     if os.environ.get("ARENA_JIT") == "plain":
         return "plain (ARENA_JIT=plain)"
@@ -99,6 +124,26 @@ def _undo_inherited() -> None:
         os.environ["TMPDIR"] = str(Path(tmp).parent)
 
 
+def _kernel_folder(key: str) -> Path | None:
+    """The vector build's own folder for MLX's kernels, inside the real temporary directory, one per user; None
+    where it cannot be made or written."""
+    base = Path(tempfile.gettempdir())  # called first, so Python's own temporary files stay where they were
+    if base.name.startswith("arena-jit-"):  # inherited from the process that started this one
+        base = base.parent
+    folder = base / f"arena-jit-{os.getuid()}-{key}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK) else None
+
+
+def _plain(reason: str) -> dict[str, str]:
+    _undo_inherited()
+    _state.update(jit=reason)
+    return dict(_state)
+
+
 def ensure_vector_jit() -> dict[str, str]:
     """Route MLX's CPU JIT through the vector ``g++`` where the CPU and a ``g++`` allow; say which build is in use.
 
@@ -108,19 +153,20 @@ def ensure_vector_jit() -> dict[str, str]:
         return dict(_state)
     reason = _unavailable()
     if reason:
-        _undo_inherited()
-        _state.update(jit=reason)
-        return dict(_state)
+        return _plain(reason)
     compiler = real_compiler() or "g++"
     key = hashlib.sha256(f"{compiler}\n{' '.join(VECTOR_FLAGS)}".encode()).hexdigest()[:12]
-    folder = write_wrapper(compiler, cache_dir() / "jit" / key).parent
-    base = Path(tempfile.gettempdir())  # called first, so Python's own temporary files stay where they were
-    if base.name.startswith("arena-jit-"):  # inherited from the process that started this one
-        base = base.parent
-    kernels = base / f"arena-jit-{key}"
-    kernels.mkdir(parents=True, exist_ok=True)
+    try:
+        wrapper = write_wrapper(compiler, cache_dir() / "jit" / key)
+    except OSError as error:
+        return _plain(f"plain (cannot write the compiler wrapper: {error})")
+    if not compiles(wrapper):
+        return _plain(f"plain ({compiler} failed a test build with {' '.join(VECTOR_FLAGS)})")
+    kernels = _kernel_folder(key)
+    if kernels is None:
+        return _plain("plain (no writable folder for the kernels in the temporary directory)")
     rest = [entry for entry in os.environ.get("PATH", "").split(os.pathsep) if not _wraps(entry)]
-    os.environ["PATH"] = os.pathsep.join([str(folder), *rest])
+    os.environ["PATH"] = os.pathsep.join([str(wrapper.parent), *rest])
     os.environ["TMPDIR"] = str(kernels)
     _state.update(jit="vector", flags=" ".join(VECTOR_FLAGS), kernels=str(kernels))
     return dict(_state)
