@@ -8,8 +8,8 @@ that adds those flags, ``-ffp-contract=off`` (so no a*b+c is fused that the plai
 ``-fno-trapping-math`` (so a ``select`` may compute both sides: the loop vectorises) and a higher inline limit (so
 ``simd::exp`` inlines into the loop), and the same SwiGLU runs at ~1.2 ns an element. Every operation stays an IEEE
 operation rounded once (a fused multiply-add is exact in both builds), so the results are the same bits:
-``bench/jit_exact.py`` checks SiLU on every float32 input and a model's forward pass; ``dvc repro`` reproduces the
-default byte for byte.
+``bench/jit.py`` checks SiLU on every float32 input, ``tests/test_jit.py`` a model's logits and gradients, and
+``dvc repro`` reproduces the default byte for byte.
 
 MLX keeps compiled kernels in ``$TMPDIR/mlx/<version>/cpu`` and reuses any it finds by name, whatever flags built
 them; the vector build gets a directory of its own (``TMPDIR`` set to a folder inside the real temporary directory),
