@@ -53,7 +53,8 @@ def _child(model: Path, tmp: Path, **env) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.skipif(jit._unavailable() is not None, reason=f"no vector JIT here: {jit._unavailable()}")
+@pytest.mark.skipif(jit._unavailable() is not None or jit.real_compiler() is None,
+                    reason=f"no vector JIT here: {jit._unavailable() or 'no g++'}")
 def test_the_vector_jit_gives_the_plain_builds_bits(base_model_dir, tmp_path):
     plain = _child(base_model_dir, tmp_path / "plain", ARENA_JIT="plain")
     vector = _child(base_model_dir, tmp_path / "vector")

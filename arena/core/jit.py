@@ -112,13 +112,17 @@ def _unavailable() -> str | None:
         return "plain (not x86-64 Linux)"
     if not cpu_supports():
         return "plain (the CPU lacks AVX2, FMA or F16C)"
-    return None if real_compiler() else "none (no g++ on PATH: MLX runs compiled functions op by op)"
+    return None
+
+
+def _path_without_wrappers() -> list[str]:
+    return [entry for entry in os.environ.get("PATH", "").split(os.pathsep) if not _wraps(entry)]
 
 
 def _undo_inherited() -> None:
     """Drop a parent arena process's wrapper from ``PATH`` and its kernel folder from ``TMPDIR``: a plain build
     must neither run the wrapper nor leave plain kernels where vector ones are looked for."""
-    os.environ["PATH"] = os.pathsep.join(e for e in os.environ.get("PATH", "").split(os.pathsep) if not _wraps(e))
+    os.environ["PATH"] = os.pathsep.join(_path_without_wrappers())
     tmp = os.environ.get("TMPDIR")
     if tmp and Path(tmp).name.startswith("arena-jit-"):
         os.environ["TMPDIR"] = str(Path(tmp).parent)
@@ -154,7 +158,9 @@ def ensure_vector_jit() -> dict[str, str]:
     reason = _unavailable()
     if reason:
         return _plain(reason)
-    compiler = real_compiler() or "g++"
+    compiler = real_compiler()
+    if compiler is None:
+        return _plain("none (no g++ on PATH: MLX runs compiled functions op by op)")
     key = hashlib.sha256(f"{compiler}\n{' '.join(VECTOR_FLAGS)}".encode()).hexdigest()[:12]
     try:
         wrapper = write_wrapper(compiler, cache_dir() / "jit" / key)
@@ -165,8 +171,7 @@ def ensure_vector_jit() -> dict[str, str]:
     kernels = _kernel_folder(key)
     if kernels is None:
         return _plain("plain (no writable folder for the kernels in the temporary directory)")
-    rest = [entry for entry in os.environ.get("PATH", "").split(os.pathsep) if not _wraps(entry)]
-    os.environ["PATH"] = os.pathsep.join([str(wrapper.parent), *rest])
+    os.environ["PATH"] = os.pathsep.join([str(wrapper.parent), *_path_without_wrappers()])
     os.environ["TMPDIR"] = str(kernels)
     _state.update(jit="vector", flags=" ".join(VECTOR_FLAGS), kernels=str(kernels))
     return dict(_state)
