@@ -148,6 +148,11 @@ def _plain(reason: str) -> dict[str, str]:
     return dict(_state)
 
 
+def vector_jit() -> bool:
+    """Whether this process's MLX JIT builds vector kernels (``ensure_vector_jit`` chose the vector build)."""
+    return _state.get("jit") == "vector"
+
+
 def ensure_vector_jit() -> dict[str, str]:
     """Route MLX's CPU JIT through the vector ``g++`` where the CPU and a ``g++`` allow; say which build is in use.
 

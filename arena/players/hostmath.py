@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import math
-import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import mlx.core as mx
@@ -15,6 +14,7 @@ import numpy as np
 from mlx_lm.models.base import create_causal_mask
 
 from arena.core.blas import host_blas, sgemm
+from arena.players.fused import attend_with, swapped
 
 # Above this vocabulary (a real model's), inference on the CPU takes its exps on the host. MLX 0.32's x86 CPU
 # backend has no SIMD transcendentals (ml-explore/mlx#3019 is open): its exp costs ~17 ns an element here, numpy's
@@ -151,40 +151,16 @@ def host_swiglu(gate: mx.array, x: mx.array) -> mx.array:
     return mx.array(np.multiply(out, np.asarray(x), out=out))
 
 
-def _attend(original: Callable[..., mx.array]) -> Callable[..., mx.array]:
-    """mlx-lm's attention entry point, through the host where it can be (plain float32 keys, no sinks)."""
-
-    def attend(queries: mx.array, keys: mx.array, values: mx.array, cache: Any = None, scale: float = 1.0,
-               mask: Any = None, **extra: Any) -> mx.array:
-        if any(v is not None for v in extra.values()) or hasattr(cache, "bits") or queries.dtype != mx.float32:
-            return original(queries, keys, values, cache=cache, scale=scale, mask=mask, **extra)
-        return host_attention_scores(queries, keys, values, scale, mask)
-
-    return attend
-
-
 # The module-level names mlx-lm's layers call, and what stands in for each while inside ``host_kernels``.
 _STAND_INS: dict[str, Callable[[Callable[..., mx.array]], Callable[..., mx.array]]] = {
-    "scaled_dot_product_attention": _attend,
+    "scaled_dot_product_attention": attend_with(host_attention_scores),
     "swiglu": lambda original: host_swiglu,
 }
 
 
-@contextlib.contextmanager
-def host_kernels(model: Any) -> Iterator[None]:
+def host_kernels(model: Any) -> contextlib.AbstractContextManager[None]:
     """While inside, the model's attention softmax and SwiGLU take their exps on the host; restored after.
 
-    mlx-lm's layers call their module's ``scaled_dot_product_attention`` and ``swiglu``; those names are swapped
-    for the duration (inference only: numpy is outside MLX's graph, so nothing inside may be differentiated).
+    Inference only: numpy is outside MLX's graph, so nothing inside may be differentiated.
     """
-    names = {sys.modules[type(part).__module__] for layer in model.layers
-             for part in (layer.get("self_attn"), layer.get("mlp")) if part is not None}
-    swaps = [(module, name, getattr(module, name)) for module in names for name in _STAND_INS
-             if hasattr(module, name)]
-    try:
-        for module, name, original in swaps:
-            setattr(module, name, _STAND_INS[name](original))
-        yield
-    finally:
-        for module, name, original in swaps:
-            setattr(module, name, original)
+    return swapped(model, _STAND_INS)

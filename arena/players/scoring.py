@@ -10,6 +10,8 @@ import mlx.core as mx
 import numpy as np
 
 from arena.core.errors import ArenaError
+from arena.players import fused
+from arena.players.fused import fused_kernels, fused_math
 from arena.players.head import head_matrix, output_head
 from arena.players.hostmath import head_log_probs, host_kernels, host_math, log_normalisers
 from arena.players.kvcache import KV, PrefixCache, joined, stacked
@@ -302,8 +304,13 @@ def action_loglik(model: Any, batch: ScoringBatch, stored: Sequence[KV] = (),
                   keep: Callable[[list[PrefixCache], mx.array | None], None] | None = None,
                   grouped: bool = False) -> mx.array:
     """Log-likelihood of every action sequence given its prompt, [total actions]; differentiable."""
-    logits = output_head(model)(action_states(model, batch, stored, keep, grouped)).astype(mx.float32)
-    logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
+    return _head_loglik(model, action_states(model, batch, stored, keep, grouped), batch, mx.logsumexp)
+
+
+def _head_loglik(model: Any, states: mx.array, batch: ScoringBatch, logsumexp: Callable[..., mx.array]) -> mx.array:
+    """The output head at ``states``, normalised by ``logsumexp``, summed per action."""
+    logits = output_head(model)(states).astype(mx.float32)
+    logprobs = logits - logsumexp(logits, axis=-1, keepdims=True)
     picked = logprobs[mx.array(batch.gather_head), mx.array(batch.gather_tok)]
     return _summed(picked, batch)
 
@@ -316,9 +323,14 @@ def _summed(picked: mx.array, batch: ScoringBatch) -> mx.array:
 
 def inference_loglik(model: Any, batch: ScoringBatch, stored: Sequence[KV] = (),
                      keep: Callable[[list[PrefixCache], mx.array | None], None] | None = None) -> mx.array:
-    """``action_loglik`` without gradients, its exps on the host where that is faster (``host_math``)."""
+    """``action_loglik`` without gradients: its exps on the host where that is faster (``host_math``), else by MLX's
+    compiled kernels where the JIT vectorises them (``fused_math``: the same bits as MLX's library)."""
     if not host_math(model):
-        return action_loglik(model, batch, stored, keep, grouped=True)
+        if not fused_math():
+            return action_loglik(model, batch, stored, keep, grouped=True)
+        with fused_kernels(model):
+            states = action_states(model, batch, stored, keep, grouped=True)
+        return _head_loglik(model, states, batch, fused.logsumexp)
     with host_kernels(model):
         states = action_states(model, batch, stored, keep, grouped=True)
     matrix = head_matrix(model)
@@ -353,14 +365,16 @@ def _token_table(action_of_token: np.ndarray) -> np.ndarray:
     return np.where(column < counts[:, None], starts[:, None] + column, len(action_of_token)).astype(np.int32)
 
 
-def masked_log_softmax(loglik: mx.array, offsets: Sequence[int], temperature: float) -> mx.array:
-    """Per decision, log-softmax over its legal actions of loglik / temperature, [total actions]."""
+def masked_log_softmax(loglik: mx.array, offsets: Sequence[int], temperature: float,
+                       logsumexp: Callable[..., mx.array] = mx.logsumexp) -> mx.array:
+    """Per decision, log-softmax over its legal actions of loglik / temperature, [total actions] (``logsumexp``:
+    MLX's, or ``fused.logsumexp`` for inference)."""
     scaled = loglik / temperature
     n = offsets[-1]
     segment = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
     onehot = mx.array(segment)[None, :] == mx.arange(len(offsets) - 1)[:, None]  # [decisions, actions]
     masked = mx.where(onehot, scaled[None, :], -mx.inf)
-    norm = mx.logsumexp(masked, axis=1)  # [decisions]
+    norm = logsumexp(masked, axis=1)  # [decisions]
     return scaled - norm[mx.array(segment)] if n else scaled
 
 
