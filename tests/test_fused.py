@@ -2,6 +2,7 @@
 through them the same bits as the training path."""
 
 import mlx.core as mx
+import mlx.nn as nn
 import numpy as np
 import pytest
 from mlx_lm.models import qwen2, qwen3
@@ -9,6 +10,7 @@ from test_scoring import MODELS, random_decisions, tiny_model
 
 import arena.players.scoring as scoring
 from arena.players import fused
+from arena.players.kvcache import _PerTokenRope
 from arena.players.scoring import action_loglik, build_batch, inference_loglik, masked_log_softmax
 
 
@@ -63,6 +65,21 @@ def test_attention_is_mlx_bit_for_bit(heads, mask_kind):
     assert np.array_equal(np.array(got), np.array(want))
 
 
+@pytest.mark.parametrize(("dims", "width", "base", "scale"),
+                         [(32, 32, 1e4, 1.0), (64, 64, 1e6, 0.25), (16, 32, 1e4, 1.0)])
+def test_rope_is_mlx_bit_for_bit_at_every_kind_of_offset(dims, width, base, scale):
+    rng = np.random.default_rng(dims + width)
+    rope = nn.RoPE(dims, traditional=False, base=base, scale=scale)
+    x = mx.array((rng.standard_normal((6, 2, 9, width)) * 30).astype(np.float32))
+    offsets = [0, 4321, mx.array(rng.integers(0, 40000, size=6).astype(np.int32)),
+               mx.array(rng.integers(0, 40000, size=(6, 9)).astype(np.int32))]  # a trie level: one per token
+    for offset in offsets:
+        per_token = isinstance(offset, mx.array) and offset.ndim == 2
+        want = (_PerTokenRope(rope) if per_token else rope)(x, offset=offset)
+        got = _PerTokenRope(fused.FusedRope(rope))(x, offset=offset)
+        assert np.array_equal(np.array(got), np.array(want))
+
+
 @pytest.mark.parametrize(("model_type", "quantize"), MODELS, ids=lambda v: str(v))
 def test_fused_scoring_is_the_training_paths_bits(model_type, quantize, monkeypatch):
     monkeypatch.setattr(scoring, "fused_math", lambda: True)
@@ -85,10 +102,22 @@ def test_fused_math_needs_the_cpu_and_the_vector_jit(monkeypatch):
     assert fused.fused_math() == (mx.default_device() == mx.cpu)
 
 
-def test_the_attention_swap_is_undone_even_when_scoring_fails():
+def test_the_swaps_are_undone_even_when_scoring_fails():
     originals = [(m, m.scaled_dot_product_attention) for m in (qwen2, qwen3)]
-    with pytest.raises(RuntimeError), fused.fused_kernels(tiny_model("qwen3", seed=0)):
+    model = tiny_model("qwen3", seed=0)
+    ropes = [layer.self_attn.rope for layer in model.layers]
+    with pytest.raises(RuntimeError), fused.fused_kernels(model):
         assert qwen3.scaled_dot_product_attention is not originals[1][1]
+        assert all(isinstance(layer.self_attn.rope, fused.FusedRope) for layer in model.layers)
         raise RuntimeError("a failed pass")
     for module, attention in originals:
         assert module.scaled_dot_product_attention is attention
+    assert [layer.self_attn.rope for layer in model.layers] == ropes
+
+
+def test_a_rope_of_another_kind_is_left_as_it_is():
+    model = tiny_model("qwen2", seed=0)
+    model.layers[0].self_attn.rope = nn.RoPE(16, traditional=True)
+    with fused.fused_kernels(model):
+        assert type(model.layers[0].self_attn.rope) is nn.RoPE
+        assert isinstance(model.layers[1].self_attn.rope, fused.FusedRope)

@@ -1,22 +1,25 @@
-"""Inference softmax, logsumexp and attention as MLX compiled functions: MLX's own bits, vectorised by arena's JIT.
+"""Inference softmax, logsumexp, attention and RoPE as MLX compiled functions: MLX's bits, vectorised by arena's JIT.
 
 Why: MLX 0.32's x86 library computes ``softmax`` and ``logsumexp`` with a scalar ``exp`` that calls libm's ``fmaf``
 (~14 ns an element); the same arithmetic written as MLX ops and ``mx.compile``d is built by arena's vector JIT
 (``arena/core/jit.py``) at ~3 ns. The compiled forms copy the library kernels' order of operations (the maximum,
 ``exp(x - max)``, a sequential sum, a multiply by the sum's reciprocal; ``log(sum) + max``), so their results are the
 same bits, and ``attention`` is ``mx.fast.scaled_dot_product_attention``'s own CPU graph with that softmax
-(``tests/test_fused.py`` checks all three bit for bit). Inference only: a compiled function's gradient is not the
-library's, so training keeps MLX's kernels.
+(``tests/test_fused.py`` checks all three bit for bit); ``FusedRope`` is ``mx.fast.rope``'s CPU graph compiled, and
+takes a trie level's one position per token without moving its tokens. Inference only: a compiled function's
+gradient is not the library's, so training keeps MLX's kernels.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import mlx.core as mx
+import mlx.nn as nn
 
 from arena.core.jit import vector_jit
 
@@ -46,6 +49,40 @@ def logsumexp(x: mx.array, axis: int = -1, keepdims: bool = False) -> mx.array:
         raise ValueError(f"fused logsumexp reduces the last axis only, not axis {axis} of a {x.ndim}-d array")
     out = _logsumexp(x)
     return out if keepdims else out.squeeze(-1)
+
+
+@mx.compile
+def _rotated(x: mx.array, positions: mx.array, inverse_frequencies: mx.array) -> mx.array:
+    half = inverse_frequencies.shape[0]
+    theta = positions[..., None] * inverse_frequencies
+    cos, sin = mx.cos(theta), mx.sin(theta)
+    x1, x2 = x[..., :half], x[..., half:2 * half]
+    rest = [x[..., 2 * half:]] if x.shape[-1] > 2 * half else []
+    return mx.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos, *rest], axis=-1)
+
+
+class FusedRope(nn.Module):
+    """``nn.RoPE`` (not traditional) as MLX's CPU computes ``mx.fast.rope`` (positions ``(arange + offset) x scale``,
+    inverse frequencies ``exp(-i x log(base) / half)``, each half rotated by the angles' cos and sin), compiled; an
+    offset may also be [rows, tokens], one position per token (a trie level), so no token is moved to run it."""
+
+    per_token = True  # arena.players.kvcache's trie levels hand it [rows, tokens] offsets as they are
+
+    def __init__(self, rope: nn.RoPE) -> None:
+        super().__init__()
+        half = rope.dims // 2
+        self.scale = rope.scale
+        self.inverse_frequencies = mx.exp(mx.arange(0, -half, -1, dtype=mx.float32)
+                                          * mx.array(math.log(rope.base) / half, mx.float32))
+
+    def __call__(self, x: mx.array, offset: Any = 0) -> mx.array:
+        tokens = x.shape[-2]
+        if isinstance(offset, mx.array) and offset.ndim == 2:  # [rows, tokens]: each token's own position
+            start = mx.arange(1, dtype=mx.float32) + offset[:, None, :]
+        else:
+            offset = offset[:, None, None] if isinstance(offset, mx.array) and offset.ndim == 1 else offset
+            start = mx.arange(tokens, dtype=mx.float32) + offset
+        return _rotated(x, start * mx.array(self.scale, mx.float32), self.inverse_frequencies)
 
 
 def _causal(queries: int, keys: int) -> mx.array:
@@ -111,6 +148,24 @@ def swapped(model: Any, stand_ins: dict[str, Callable[[Callable[..., mx.array]],
             setattr(module, name, original)
 
 
-def fused_kernels(model: Any) -> contextlib.AbstractContextManager[None]:
-    """While inside, the model's attention takes the compiled softmax (inference only: see the module's docstring)."""
-    return swapped(model, {"scaled_dot_product_attention": attend_with(attention)})
+@contextlib.contextmanager
+def fused_ropes(model: Any) -> Iterator[None]:
+    """While inside, each attention layer's plain ``nn.RoPE`` is a ``FusedRope`` (others stay); restored after."""
+    attentions = [layer.get("self_attn") for layer in model.layers]
+    swaps = [(attention, attention.rope) for attention in attentions
+             if attention is not None and type(attention.get("rope")) is nn.RoPE and not attention.rope.traditional]
+    try:
+        for attention, rope in swaps:
+            attention.rope = FusedRope(rope)
+        yield
+    finally:
+        for attention, rope in swaps:
+            attention.rope = rope
+
+
+@contextlib.contextmanager
+def fused_kernels(model: Any) -> Iterator[None]:
+    """While inside, the model's attention takes the compiled softmax and its rotary embeddings the compiled rotation
+    (inference only: see the module's docstring)."""
+    with swapped(model, {"scaled_dot_product_attention": attend_with(attention)}), fused_ropes(model):
+        yield

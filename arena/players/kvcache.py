@@ -125,7 +125,7 @@ class _PerTokenRope(nn.Module):
         self.inner = rope
 
     def __call__(self, x: mx.array, offset: Any = 0) -> mx.array:
-        if not (isinstance(offset, mx.array) and offset.ndim == 2):
+        if not (isinstance(offset, mx.array) and offset.ndim == 2) or getattr(self.inner, "per_token", False):
             return self.inner(x, offset=offset)
         rows, heads, n, dim = x.shape  # each token its own batch row, so its offset is its position
         flat = x.transpose(0, 2, 1, 3).reshape(rows * n, heads, 1, dim)
