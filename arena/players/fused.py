@@ -22,6 +22,7 @@ import mlx.core as mx
 import mlx.nn as nn
 
 from arena.core.jit import vector_jit
+from arena.players.kvcache import ropes_wrapped
 
 
 def fused_math() -> bool:
@@ -148,19 +149,11 @@ def swapped(model: Any, stand_ins: dict[str, Callable[[Callable[..., mx.array]],
             setattr(module, name, original)
 
 
-@contextlib.contextmanager
-def fused_ropes(model: Any) -> Iterator[None]:
+def fused_ropes(model: Any) -> contextlib.AbstractContextManager[None]:
     """While inside, each attention layer's plain ``nn.RoPE`` is a ``FusedRope`` (others stay); restored after."""
     attentions = [layer.get("self_attn") for layer in model.layers]
-    swaps = [(attention, attention.rope) for attention in attentions
-             if attention is not None and type(attention.get("rope")) is nn.RoPE and not attention.rope.traditional]
-    try:
-        for attention, rope in swaps:
-            attention.rope = FusedRope(rope)
-        yield
-    finally:
-        for attention, rope in swaps:
-            attention.rope = rope
+    return ropes_wrapped([attention for attention in attentions if attention is not None
+                          and type(attention.get("rope")) is nn.RoPE and not attention.rope.traditional], FusedRope)
 
 
 @contextlib.contextmanager

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import OrderedDict
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 import mlx.core as mx
@@ -140,10 +140,17 @@ def per_token_positions(model: Any) -> Iterator[None]:
         raise ArenaError(f"model type {getattr(model, 'model_type', '?')} has no self_attn.rope in every layer: "
                          "arena's trie scoring places each action token at its own position through it "
                          "(qwen2/qwen3/llama-style models have one)")
+    with ropes_wrapped(attentions, _PerTokenRope):
+        yield
+
+
+@contextlib.contextmanager
+def ropes_wrapped(attentions: Sequence[Any], wrap: Callable[[Any], nn.Module]) -> Iterator[None]:
+    """While inside, each of ``attentions``' ``rope`` is ``wrap(rope)``; restored after, even when a pass fails."""
     ropes = [attention.rope for attention in attentions]
     try:
         for attention, rope in zip(attentions, ropes, strict=True):
-            attention.rope = _PerTokenRope(rope)
+            attention.rope = wrap(rope)
         yield
     finally:
         for attention, rope in zip(attentions, ropes, strict=True):
