@@ -17,10 +17,8 @@ from arena.core.errors import ArenaError
 from arena.core.hashing import digest_config, digest_dir
 from arena.core.pins import ADAPTER_WEIGHTS, model_pin, model_quant, read_model_config, versions
 from arena.games.base import Observation
-from arena.players import fused
 from arena.players.base import Decision, Player
 from arena.players.config import MLXPlayerConfig
-from arena.players.fused import fused_math
 from arena.players.head import check_head
 from arena.players.kvcache import TurnCache, bound_buffer_cache, row_kv
 from arena.players.memo import PolicyMemo
@@ -29,8 +27,8 @@ from arena.players.prompts import ChatPrompts, prompt_text
 from arena.players.scoring import (
     MIN_STEM,
     ScoringBatch,
+    inference_log_softmax,
     inference_loglik,
-    masked_log_softmax,
     pack_batches,
     per_decision,
     prompt_positions,
@@ -184,8 +182,7 @@ class MLXPlayer(Player):
                     kept.append((stream, prompt, row_kv(caches, row, prompt_positions(batch, caches, row))))
 
         loglik = inference_loglik(self.model, batch, stored, keep if any(streams) else None)
-        logp_mx = masked_log_softmax(loglik, batch.action_offsets, self.config.temperature or 1.0,
-                                     fused.logsumexp if fused_math() else mx.logsumexp)
+        logp_mx = inference_log_softmax(loglik, batch.action_offsets, self.config.temperature or 1.0)
         mx.eval(logp_mx, [kv for _, _, kv in kept])
         for stream, prompt, kv in kept:
             self.turns.store(stream, prompt, kv)

@@ -368,7 +368,7 @@ def _token_table(action_of_token: np.ndarray) -> np.ndarray:
 def masked_log_softmax(loglik: mx.array, offsets: Sequence[int], temperature: float,
                        logsumexp: Callable[..., mx.array] = mx.logsumexp) -> mx.array:
     """Per decision, log-softmax over its legal actions of loglik / temperature, [total actions] (``logsumexp``:
-    MLX's, or ``fused.logsumexp`` for inference)."""
+    MLX's, or ``fused.logsumexp`` for inference: see inference_log_softmax)."""
     scaled = loglik / temperature
     n = offsets[-1]
     segment = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
@@ -376,6 +376,11 @@ def masked_log_softmax(loglik: mx.array, offsets: Sequence[int], temperature: fl
     masked = mx.where(onehot, scaled[None, :], -mx.inf)
     norm = logsumexp(masked, axis=1)  # [decisions]
     return scaled - norm[mx.array(segment)] if n else scaled
+
+
+def inference_log_softmax(loglik: mx.array, offsets: Sequence[int], temperature: float) -> mx.array:
+    """``masked_log_softmax`` for play: its logsumexp compiled where inference takes the compiled kernels."""
+    return masked_log_softmax(loglik, offsets, temperature, fused.logsumexp if fused_math() else mx.logsumexp)
 
 
 def legal_logp(model: Any, batch: ScoringBatch, temperature: float) -> mx.array:
