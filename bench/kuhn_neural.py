@@ -98,8 +98,9 @@ def distill(snapshot: Path, target: dict[str, float], out: Path, steps: int = 20
     import mlx.optimizers as optim
     from mlx.utils import tree_flatten
 
+    from arena.players.batching import build_batch
     from arena.players.policy import AGGRESSIVE, canonical_observations
-    from arena.players.scoring import build_batch, legal_logp
+    from arena.players.scoring import legal_logp
 
     player = MLXPlayer(snapshot)
     observations = canonical_observations()

@@ -10,8 +10,9 @@ from test_scoring import MODELS, random_decisions, tiny_model
 
 import arena.players.scoring as scoring
 from arena.players import fused
+from arena.players.batching import build_batch
 from arena.players.kvcache import _PerTokenRope
-from arena.players.scoring import action_loglik, build_batch, inference_loglik, masked_log_softmax
+from arena.players.scoring import action_loglik, inference_loglik, masked_log_softmax
 
 
 def _hard_inputs(shape: tuple[int, ...], seed: int) -> np.ndarray:

@@ -9,7 +9,8 @@ from mlx_lm.models.activations import swiglu
 from test_scoring import MODELS, VOCAB, random_decisions, reference_loglik, tiny_model
 
 import arena.players.hostmath as hostmath
-from arena.players.scoring import build_batch, inference_loglik
+from arena.players.batching import build_batch
+from arena.players.scoring import inference_loglik
 
 
 def test_only_a_large_vocabulary_on_the_cpu_takes_the_host_path(monkeypatch):

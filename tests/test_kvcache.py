@@ -42,7 +42,7 @@ def test_reusing_the_previous_turn_equals_scoring_from_scratch(model, request):
 
 
 def _kv(tokens: int):
-    return [(mx.zeros((1, 1, tokens, 2)), mx.zeros((1, 1, tokens, 2)))]
+    return mx.zeros((2, 1, tokens, 2))
 
 
 def test_the_store_is_bounded_by_bytes_and_evicts_the_least_recently_used():
@@ -82,9 +82,9 @@ def test_a_match_gives_the_same_records_with_and_without_reuse(standin_dir):
 
 
 def test_a_call_over_several_passes_groups_them_by_new_tokens_and_scores_as_one(standin_dir, monkeypatch):
+    from arena.players.batching import pack_batches
     from arena.players.config import MLXPlayerConfig
     from arena.players.mlx import MLXPlayer
-    from arena.players.scoring import pack_batches
 
     one = MLXPlayer(standin_dir, MLXPlayerConfig(view="full"))
     batch = [replace(_game_turns("liarsdice", seed, 1 + 2 * (seed % 3))[-1], stream=0) for seed in range(6)]

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from arena.core.errors import ArenaError
+from arena.players.batching import build_batch, pack_batches
 from arena.players.head import check_head, output_head
 from arena.players.memory import model_shape
-from arena.players.scoring import action_loglik, build_batch, pack_batches
+from arena.players.scoring import action_loglik
 
 VOCAB = 300
 

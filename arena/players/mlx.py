@@ -18,21 +18,14 @@ from arena.core.hashing import digest_config, digest_dir
 from arena.core.pins import ADAPTER_WEIGHTS, model_pin, model_quant, read_model_config, versions
 from arena.games.base import Observation
 from arena.players.base import Decision, Player
+from arena.players.batching import MIN_STEM, ScoringBatch, pack_batches
 from arena.players.config import MLXPlayerConfig
 from arena.players.head import check_head
-from arena.players.kvcache import TurnCache, bound_buffer_cache, row_kv
+from arena.players.kvcache import TurnCache, bound_buffer_cache, rows_kv
 from arena.players.memo import PolicyMemo
 from arena.players.memory import budget_note, model_shape
 from arena.players.prompts import ChatPrompts, prompt_text
-from arena.players.scoring import (
-    MIN_STEM,
-    ScoringBatch,
-    inference_log_softmax,
-    inference_loglik,
-    pack_batches,
-    per_decision,
-    prompt_positions,
-)
+from arena.players.scoring import inference_log_softmax, inference_loglik, per_decision, prompt_positions
 
 __all__ = ["MLXPlayer", "load_model", "load_tokenizer", "prompt_text"]
 
@@ -176,10 +169,13 @@ class MLXPlayer(Player):
 
         def keep(caches, lengths) -> None:
             rows: dict[tuple[int, ...], int] = {}
-            for prompt, stream in zip(prompts, streams, strict=True):
-                row = rows.setdefault(prompt, len(rows))
-                if stream is not None:
-                    kept.append((stream, prompt, row_kv(caches, row, prompt_positions(batch, caches, row))))
+            wanted = [(stream, prompt, rows.setdefault(prompt, len(rows)))
+                      for prompt, stream in zip(prompts, streams, strict=True)]
+            wanted = [entry for entry in wanted if entry[0] is not None]
+            distinct = sorted({row for _, _, row in wanted})
+            arrays = rows_kv(caches, distinct, [prompt_positions(batch, caches, row) for row in distinct])
+            by_row = dict(zip(distinct, arrays, strict=True))
+            kept.extend((stream, prompt, by_row[row]) for stream, prompt, row in wanted)
 
         loglik = inference_loglik(self.model, batch, stored, keep if any(streams) else None)
         logp_mx = inference_log_softmax(loglik, batch.action_offsets, self.config.temperature or 1.0)
