@@ -104,3 +104,23 @@ def test_a_call_over_several_passes_groups_them_by_new_tokens_and_scores_as_one(
     assert lengths == sorted(map(len, prompts))  # passes cut from the decisions sorted by their new tokens
     for a, b in zip(got, one._log_policy(batch), strict=True):  # one pass, arrival order: the same policy
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_kept_rows_hold_each_layers_keys_and_values_at_their_positions_and_restack_left_padded():
+    from arena.players.kvcache import PrefixCache, rows_kv, stacked
+
+    rng = np.random.default_rng(0)
+    layers = [PrefixCache(mx.zeros(3), keys=mx.array(rng.normal(size=(3, 2, 7, 4)).astype(np.float32)),
+                          values=mx.array(rng.normal(size=(3, 2, 7, 4)).astype(np.float32))) for _ in range(2)]
+    positions = [np.array([2, 3, 4, 5, 6]), np.array([6])]
+    kept = rows_kv(layers, [2, 0], positions)
+    for stored, row, where in zip(kept, [2, 0], positions, strict=True):
+        assert stored.shape == (4, 2, len(where), 4)
+        for i, layer in enumerate(layers):
+            assert (stored[i] == layer.keys[row][:, mx.array(where)]).all()
+            assert (stored[2 + i] == layer.values[row][:, mx.array(where)]).all()
+    restored = stacked([kept[0][:, :, :3], kept[1]], 4)
+    assert restored[0].pad.tolist() == [1, 3]
+    for i, layer in enumerate(restored):
+        assert (layer.keys[0, :, 1:] == layers[i].keys[2][:, 2:5]).all() and (layer.keys[0, :, :1] == 0).all()
+        assert (layer.values[1, :, 3:] == layers[i].values[0][:, 6:7]).all() and (layer.values[1, :, :3] == 0).all()

@@ -120,6 +120,27 @@ def test_scores_do_not_depend_on_the_rest_of_the_batch():
         np.testing.assert_allclose(alone, together[offsets[d]: offsets[d + 1]], atol=1e-5, rtol=0)
 
 
+def test_a_legal_lists_cached_shape_builds_the_pass_its_actions_build_one_by_one():
+    from dataclasses import fields
+
+    from arena.players.batching import _Builder
+
+    prompts, actions = random_decisions(8, 30)
+    prompts, actions = prompts + prompts[:5], actions + actions[:5]  # lists met again, on prompts met again
+    cached, stepwise = _Builder(), _Builder()
+    for prompt, legal in zip(prompts, actions, strict=True):
+        key = (tuple(prompt), tuple(map(tuple, legal)))
+        cost = cached.cost_with(*key, 3)
+        cached.add(*key)
+        stepwise.add(*key, fresh=False)
+        rows, width = len(stepwise.prompts), stepwise.width
+        assert cost == rows * stepwise.lp + (rows * (stepwise.lp + width) if width else 0) + len(stepwise.head_src) * 3
+    a, b = cached.build(0), stepwise.build(0)
+    for field in fields(a):
+        x, y = getattr(a, field.name), getattr(b, field.name)
+        assert (x == y).all() if isinstance(x, np.ndarray) else x == y, field.name
+
+
 def test_packing_respects_the_budget_and_covers_every_decision():
     prompts, actions = random_decisions(6, 40)
     shape_weight = 3
