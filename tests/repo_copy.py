@@ -144,6 +144,11 @@ def group_processes(pgid: int) -> dict[int, str]:
     return found
 
 
+def _shell(cmdline: str) -> bool:
+    """Whether ``cmdline`` runs a shell (its program's name)."""
+    return Path(cmdline.split(" ", 1)[0]).name in {"sh", "bash", "dash", "zsh", "fish", "ksh"}
+
+
 class GroupWatcher(threading.Thread):
     """Polls /proc while a dvc run lives: every command line in its process group, and when each was seen."""
 
@@ -167,8 +172,15 @@ class GroupWatcher(threading.Thread):
         self.join(timeout=5)
 
     def duration(self, fragment: str) -> float:
-        """How long the process whose command line contains ``fragment`` was seen alive."""
-        (first, last), = [span for cmd, span in self.seen.items() if fragment in cmd and "/bin/sh" not in cmd]
+        """How long the process whose command line contains ``fragment`` was seen alive.
+
+        The shell DVC starts the stage's command in (``$SHELL --noprofile --norc -c CMD``, ``/bin/sh -c CMD``) also
+        shows ``fragment`` until it execs the command, for as long as a poll may catch it: not counted.
+        """
+        spans = [span for cmd, span in self.seen.items() if fragment in cmd and not _shell(cmd)]
+        if len(spans) != 1:
+            raise AssertionError(f"expected one process running {fragment!r}, saw: {sorted(self.seen)}")
+        (first, last), = spans
         return last - first
 
 
