@@ -65,6 +65,7 @@ class _Shape:
 
 @functools.lru_cache(maxsize=1024)
 def _shape(legal: tuple[tuple[int, ...], ...]) -> _Shape:
+    """``legal``'s trie and head rows on a fresh prompt row, built token by token once (lists repeat across passes)."""
     builder = _Builder()
     builder.add((0,), legal, fresh=False)
     scored = np.asarray(builder.scored[0], dtype=np.int64).reshape(-1, 3)
@@ -99,12 +100,11 @@ class _Builder:
         row = self.prompts.get(prompt, -1)
         if row < 0:
             shape = _shape(legal)
-            new_nodes, new_heads, width = len(shape.rows), len(shape.heads), len(shape.rows)
+            new_heads, width = len(shape.heads), len(shape.rows)
         else:
             nodes, heads = self.nodes[row], self.heads[row]
-            new_nodes = len({a[:i] for a in legal for i in range(1, len(a)) if a[:i] not in nodes})
+            width = len(self.rows[row]) + len({a[:i] for a in legal for i in range(1, len(a)) if a[:i] not in nodes})
             new_heads = len({a[:i] for a in legal for i in range(len(a)) if a[:i] not in heads})
-            width = new_nodes + len(self.rows[row])
         n_prompts = len(self.prompts) + (row < 0)
         lp = max(self.lp, len(prompt))
         width = max(self.width, width)
