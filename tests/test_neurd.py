@@ -133,6 +133,18 @@ def test_neurd_target_is_the_tabular_step_for_two_actions():
     assert clipped[0] - clipped[1] == pytest.approx(6.0) and cut
 
 
+@pytest.mark.parametrize("actions", [2, 3, 8])
+@pytest.mark.parametrize("clip", [6.0, 12.0])
+def test_neurd_clip_caps_one_action_at_the_logit_gap(actions, clip):
+    """However large one action's value edge, its target mass stops at 1 / (1 + (n - 1) e^-clip): with TicTacToe's 8
+    replies and the default clip 6, 0.983, so a forced move is missed 1.7% of the time (README "Other games")."""
+    uniform = np.log(np.full(actions, 1.0 / actions))
+    values = np.full(actions, -1.0)
+    values[0] = 1.0
+    target, cut = neurd_target(uniform, uniform, 100.0 * values, 1.0, 1.0, 0.0, clip)
+    assert cut and np.exp(target[0]) == pytest.approx(1.0 / (1.0 + (actions - 1) * np.exp(-clip)))
+
+
 def test_visit_sums_centre_each_visit_and_weight_it():
     keys = ["a", "a", "b", "a"]
     values = [np.array([1.0, -1.0]), np.array([0.0, 0.0]), np.array([0.0, 2.0, 1.0]), np.array([3.0, 1.0])]
