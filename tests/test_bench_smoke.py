@@ -118,6 +118,24 @@ def test_tictactoe_line_shows_where_a_policy_loses_to_minimax():
     assert first == "model: mass 0.000 on [4], top 8 (1.00)"
 
 
+def test_nim_heldout_splits_the_held_out_family_and_scores_a_reordering_policy():
+    from nim_heldout import groups, reached_orders, report
+
+    from arena.games.nim_theory import family, winning_moves
+
+    split = groups((3, 4, 5))
+    held = [c for name, configs in split.items() if name != "reached" for c in configs]
+    assert sorted(split["reached"] + held) == sorted(family(6, 3)) and len(held) == len(set(held))
+    for configuration, orders in reached_orders(split["held out, a reached position reordered"], split["reached"]):
+        assert orders and all(sorted(o) == sorted(configuration) and o != configuration for o in orders)
+    # A policy that wins from every reached position and plays one arbitrary move elsewhere.
+    reached = set(split["reached"])
+    table = {c: {winning_moves(c)[0] if c in reached else (0, 1): 1.0} for c in family(6, 3)}
+    lines = report(table, (3, 4, 5))
+    assert lines[0] == "  reached: 53 configurations, mass 1.000"
+    assert lines[-1].endswith("reordered, 1.000 in reached orders")
+
+
 def test_kuhn_kl_floor_solves_the_regularised_fixed_point():
     from kuhn_kl_floor import action_gaps, fixed_point, regularised_response
 

@@ -1,0 +1,90 @@
+"""Probe: where a Nim snapshot's held-out winning-move mass comes from: unseen pile sizes, or seen positions reordered.
+
+    python bench/nim_heldout.py SNAPSHOT_DIR [SNAPSHOT_DIR ...] [--piles 3 4 5]
+
+`eval@rN` publishes two means (``arena.eval.exact``): the policy's mass on winning moves over the configurations a
+game from ``--piles`` reaches, and over the held-out rest of the family (piles of 1..max + 1). The probe splits the
+held-out ones. Those with a pile of max + 1 hold a size no training game shows. Most others are a reached position
+with its piles in another order, which Nim's value ignores (the nim-sum is the same), so their mass against the
+reached order's says whether the policy carries what it learned across pile positions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from arena.core.blas import ensure_fast_blas
+
+
+def groups(start: Sequence[int]) -> dict[str, list[tuple[int, ...]]]:
+    """The reached configurations, and the held-out ones split: an unseen pile size; a reached position's piles in
+    another order; the rest (seen sizes, but more large piles than any reached position holds)."""
+    from arena.games import nim_theory
+
+    seen, held_out = nim_theory.split_by_start(nim_theory.family(max(start) + 1, len(start)), start)
+    unseen_size = [c for c in held_out if max(c) > max(start)]
+    reached_multisets = {tuple(sorted(c)) for c in seen}
+    reordered = [c for c in held_out if c not in unseen_size and tuple(sorted(c)) in reached_multisets]
+    return {"reached": seen, "held out, a pile of an unseen size": unseen_size,
+            "held out, a reached position reordered": reordered,
+            "held out, seen sizes in no reached order": [c for c in held_out
+                                                         if c not in unseen_size and c not in reordered]}
+
+
+def reached_orders(held_out: Sequence[tuple[int, ...]], seen: Sequence[tuple[int, ...]]
+                   ) -> list[tuple[tuple[int, ...], list[tuple[int, ...]]]]:
+    """Each held-out configuration with every reached one that holds the same piles in another order."""
+    by_multiset: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+    for configuration in seen:
+        by_multiset.setdefault(tuple(sorted(configuration)), []).append(configuration)
+    return [(c, by_multiset[tuple(sorted(c))]) for c in held_out if tuple(sorted(c)) in by_multiset]
+
+
+def mass(table: Mapping[tuple[int, ...], Mapping[tuple[int, int], float]], piles: tuple[int, ...]) -> float:
+    """The policy's mass on ``piles``' winning moves."""
+    from arena.games.nim_theory import winning_moves
+
+    return sum(table[piles].get(move, 0.0) for move in winning_moves(piles))
+
+
+def mean(values: list[float]) -> float:
+    """The exact mean of ``values``."""
+    return math.fsum(values) / len(values)
+
+
+def report(table: Mapping, start: Sequence[int]) -> list[str]:
+    """One line per group (its size and mean mass), then the reordered positions against their reached orders."""
+    split = groups(start)
+    lines = [f"  {name}: {len(configs)} configurations, mass {mean([mass(table, c) for c in configs]):.3f}"
+             for name, configs in split.items() if configs]
+    pairs = reached_orders(split["held out, a reached position reordered"], split["reached"])
+    if pairs:
+        held = mean([mass(table, h) for h, _ in pairs])
+        reached = mean([mean([mass(table, r) for r in orders]) for _, orders in pairs])
+        lines.append(f"  those {len(pairs)} positions: mass {held:.3f} reordered, {reached:.3f} in reached orders")
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("snapshots", nargs="+", type=Path)
+    parser.add_argument("--piles", nargs="+", type=int, default=[3, 4, 5])
+    args = parser.parse_args(argv)
+    ensure_fast_blas()
+    from arena.players.board_policy import nim_model_policy
+    from arena.players.mlx import MLXPlayer
+
+    start = tuple(args.piles)
+    for snapshot in args.snapshots:
+        table = nim_model_policy(MLXPlayer(snapshot), [c for configs in groups(start).values() for c in configs])
+        print(f"{snapshot} (piles {list(start)}):")
+        print("\n".join(report(table, start)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
