@@ -138,3 +138,31 @@ def test_canonical_config_distinguishes_types_and_values():
 def test_canonical_config_rejects_non_finite():
     with pytest.raises(ValueError, match="non-finite"):
         digest_config({"a": float("nan")})
+
+
+def test_hash_cache_falls_back_to_hashing_when_sqlite_fails(tmp_path, monkeypatch):
+    """A database locked past the timeout (concurrent Ray workers did this in CI) or a damaged one costs a re-hash,
+    never a digest or a crash; once the lock is gone the cache is set up and used."""
+    import sqlite3
+
+    from blake3 import blake3
+
+    import arena.core.hashing as hashing
+
+    calls = []
+    real = hashing._hash_file_uncached
+    monkeypatch.setattr(hashing, "_hash_file_uncached", lambda path, size: calls.append(path) or real(path, size))
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"z" * 1000)
+    expected = blake3(b"z" * 1000).hexdigest()
+    damaged = tmp_path / "damaged.sqlite"
+    damaged.write_bytes(b"not a database" * 100)
+    assert HashCache(damaged).digest(path) == expected
+
+    holder = sqlite3.connect(tmp_path / "locked.sqlite", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    cache = HashCache(tmp_path / "locked.sqlite", timeout=0.05)
+    assert cache.digest(path) == expected and cache.digest(path) == expected
+    holder.execute("ROLLBACK")
+    assert cache.digest(path) == expected and cache.digest(path) == expected
+    assert len(calls) == 4  # damaged: 1; locked: 2; after the lock: 1, then a cache hit

@@ -36,20 +36,28 @@ class HashCache:
     same size and a restored mtime still changes ctime, so a stale digest is never reused.
     """
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, timeout: float = 30.0) -> None:
         self.path = path or cache_dir() / "hashes.sqlite"
+        self.timeout = timeout
         self._db: sqlite3.Connection | None = None
 
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS digests (path TEXT, inode INTEGER, size INTEGER, "
-                "mtime_ns INTEGER, ctime_ns INTEGER, digest TEXT, "
-                "PRIMARY KEY (path, inode, size, mtime_ns, ctime_ns))"
-            )
+            db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            try:
+                # WAL persists in the file; switching takes a lock concurrent workers can hold, so switch once.
+                if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    db.execute("PRAGMA journal_mode=WAL")
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS digests (path TEXT, inode INTEGER, size INTEGER, "
+                    "mtime_ns INTEGER, ctime_ns INTEGER, digest TEXT, "
+                    "PRIMARY KEY (path, inode, size, mtime_ns, ctime_ns))"
+                )
+            except sqlite3.Error:
+                db.close()  # kept only once set up: the next call tries again
+                raise
+            self._db = db
         return self._db
 
     @staticmethod
@@ -57,21 +65,31 @@ class HashCache:
         return (str(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def digest(self, path: str | Path) -> str:
-        """The file's digest, from the cache when its stat key is unchanged."""
+        """The file's digest, from the cache when its stat key is unchanged. The cache only saves time: when SQLite
+        fails (a database locked by concurrent workers past the timeout, a damaged file) the file is hashed anew."""
         path = Path(path).resolve()
         before = path.stat()
         key = self._key(path, before)
-        row = self._conn().execute(
-            "SELECT digest FROM digests WHERE path=? AND inode=? AND size=? AND mtime_ns=? AND ctime_ns=?", key
-        ).fetchone()
+        try:
+            row = self._conn().execute(
+                "SELECT digest FROM digests WHERE path=? AND inode=? AND size=? AND mtime_ns=? AND ctime_ns=?", key
+            ).fetchone()
+        except sqlite3.Error:
+            return _hash_file_uncached(path, before.st_size)
         if row:
             return row[0]
         digest = _hash_file_uncached(path, before.st_size)
         # A file modified while it was being hashed must not be cached under either stat key.
         if self._key(path, path.stat()) == key:
+            self._store(key, digest)
+        return digest
+
+    def _store(self, key: tuple[str, int, int, int, int], digest: str) -> None:
+        try:
             self._conn().execute("DELETE FROM digests WHERE path=?", (key[0],))
             self._conn().execute("INSERT OR REPLACE INTO digests VALUES (?,?,?,?,?,?)", (*key, digest))
-        return digest
+        except sqlite3.Error:
+            pass  # not kept this time; the next call hashes the file again
 
 
 _default_cache: HashCache | None = None
