@@ -20,21 +20,6 @@ from pathlib import Path
 from arena.core.blas import ensure_fast_blas
 
 
-def groups(start: Sequence[int]) -> dict[str, list[tuple[int, ...]]]:
-    """The reached configurations, and the held-out ones split: an unseen pile size; a reached position's piles in
-    another order; the rest (seen sizes, but more large piles than any reached position holds)."""
-    from arena.games import nim_theory
-
-    seen, held_out = nim_theory.split_by_start(nim_theory.family(max(start) + 1, len(start)), start)
-    unseen_size = [c for c in held_out if max(c) > max(start)]
-    reached_multisets = {tuple(sorted(c)) for c in seen}
-    reordered = [c for c in held_out if c not in unseen_size and tuple(sorted(c)) in reached_multisets]
-    return {"reached": seen, "held out, a pile of an unseen size": unseen_size,
-            "held out, a reached position reordered": reordered,
-            "held out, seen sizes in no reached order": [c for c in held_out
-                                                         if c not in unseen_size and c not in reordered]}
-
-
 def reached_orders(held_out: Sequence[tuple[int, ...]], seen: Sequence[tuple[int, ...]]
                    ) -> list[tuple[tuple[int, ...], list[tuple[int, ...]]]]:
     """Each held-out configuration with every reached one that holds the same piles in another order."""
@@ -44,27 +29,33 @@ def reached_orders(held_out: Sequence[tuple[int, ...]], seen: Sequence[tuple[int
     return [(c, by_multiset[tuple(sorted(c))]) for c in held_out if tuple(sorted(c)) in by_multiset]
 
 
-def mass(table: Mapping[tuple[int, ...], Mapping[tuple[int, int], float]], piles: tuple[int, ...]) -> float:
-    """The policy's mass on ``piles``' winning moves."""
-    from arena.games.nim_theory import winning_moves
+def groups(start: Sequence[int]) -> dict[str, list[tuple[int, ...]]]:
+    """The reached configurations, and the held-out ones split: an unseen pile size; a reached position's piles in
+    another order; the rest (seen sizes, but more large piles than any reached position holds)."""
+    from arena.games import nim_theory
 
-    return sum(table[piles].get(move, 0.0) for move in winning_moves(piles))
+    seen, held_out = nim_theory.split_by_start(nim_theory.family(max(start) + 1, len(start)), start)
+    unseen_size = [c for c in held_out if max(c) > max(start)]
+    reordered = [c for c, _ in reached_orders([c for c in held_out if c not in unseen_size], seen)]
+    return {"reached": seen, "held out, a pile of an unseen size": unseen_size,
+            "held out, a reached position reordered": reordered,
+            "held out, seen sizes in no reached order": [c for c in held_out
+                                                         if c not in unseen_size and c not in reordered]}
 
 
-def mean(values: list[float]) -> float:
-    """The exact mean of ``values``."""
-    return math.fsum(values) / len(values)
+def report(table: Mapping[tuple[int, ...], Mapping[tuple[int, int], float]],
+           split: Mapping[str, list[tuple[int, ...]]]) -> list[str]:
+    """One line per group of ``split`` (its size and mean winning-move mass), then the reordered positions against
+    their reached orders."""
+    from arena.games.nim_theory import winning_mass
 
-
-def report(table: Mapping, start: Sequence[int]) -> list[str]:
-    """One line per group (its size and mean mass), then the reordered positions against their reached orders."""
-    split = groups(start)
-    lines = [f"  {name}: {len(configs)} configurations, mass {mean([mass(table, c) for c in configs]):.3f}"
+    policy = table.__getitem__
+    lines = [f"  {name}: {len(configs)} configurations, mass {winning_mass(policy, configs):.3f}"
              for name, configs in split.items() if configs]
     pairs = reached_orders(split["held out, a reached position reordered"], split["reached"])
     if pairs:
-        held = mean([mass(table, h) for h, _ in pairs])
-        reached = mean([mean([mass(table, r) for r in orders]) for _, orders in pairs])
+        held = winning_mass(policy, [h for h, _ in pairs])
+        reached = math.fsum(winning_mass(policy, orders) for _, orders in pairs) / len(pairs)
         lines.append(f"  those {len(pairs)} positions: mass {held:.3f} reordered, {reached:.3f} in reached orders")
     return lines
 
@@ -78,11 +69,11 @@ def main(argv: list[str]) -> int:
     from arena.players.board_policy import nim_model_policy
     from arena.players.mlx import MLXPlayer
 
-    start = tuple(args.piles)
+    split = groups(args.piles)
     for snapshot in args.snapshots:
-        table = nim_model_policy(MLXPlayer(snapshot), [c for configs in groups(start).values() for c in configs])
-        print(f"{snapshot} (piles {list(start)}):")
-        print("\n".join(report(table, start)))
+        table = nim_model_policy(MLXPlayer(snapshot), [c for configs in split.values() for c in configs])
+        print(f"{snapshot} (piles {args.piles}):")
+        print("\n".join(report(table, split)))
     return 0
 
 

@@ -131,7 +131,7 @@ def test_nim_heldout_splits_the_held_out_family_and_scores_a_reordering_policy()
     # A policy that wins from every reached position and plays one arbitrary move elsewhere.
     reached = set(split["reached"])
     table = {c: {winning_moves(c)[0] if c in reached else (0, 1): 1.0} for c in family(6, 3)}
-    lines = report(table, (3, 4, 5))
+    lines = report(table, split)
     assert lines[0] == "  reached: 53 configurations, mass 1.000"
     assert lines[-1].endswith("reordered, 1.000 in reached orders")
 
