@@ -1,7 +1,12 @@
 """Host-side exps for CPU inference: each kernel equals MLX's, scoring through them equals full rows, and the swap is
 scoped."""
 
+import os
+import signal
+import time
+
 import mlx.core as mx
+import mlx.nn as nn
 import numpy as np
 import pytest
 from mlx_lm.models import qwen2, qwen3
@@ -114,3 +119,86 @@ def test_the_swap_is_undone_even_when_scoring_fails(monkeypatch):
         raise RuntimeError("a failed pass")
     for module, attention, activation in originals:
         assert (module.scaled_dot_product_attention, module.swiglu) == (attention, activation)
+
+
+def _every_host_kernel(monkeypatch) -> list[bytes]:
+    """The bytes of each host kernel's output on inputs whose work splits unevenly over any thread count."""
+    monkeypatch.setattr(hostmath, "BLOCK_ELEMENTS", 7 * 61)  # 7 rows: 61 columns a block, 5 blocks, the last short
+    monkeypatch.setattr(hostmath, "BLOCK_ROWS", 4)  # 15 rows of a projection or a SwiGLU: 4 pieces, the last short
+    rng = np.random.default_rng(11)
+    states, weight = (mx.array(rng.normal(0, 2, size=shape).astype(np.float32)) for shape in ((7, 16), (300, 16)))
+    rows, tokens = np.array([0, 6, 6, 3, 2]), np.array([299, 0, 61, 60, 122])
+    q = mx.array(rng.normal(size=(5, 4, 3, 8)).astype(np.float32))
+    k, v = (mx.array(rng.normal(size=(5, 2, 7, 8)).astype(np.float32)) for _ in range(2))
+    visible = rng.random((5, 1, 3, 7)) < 0.6
+    visible[..., -1] = True
+    gate, x = (mx.array(rng.normal(0, 3, size=(5, 3, 24)).astype(np.float32)) for _ in range(2))
+    linear = nn.Linear(24, 10, bias=True)
+    linear.update({"weight": mx.array(rng.normal(size=(10, 24)).astype(np.float32)),
+                   "bias": mx.array(rng.normal(size=10).astype(np.float32))})
+    model = tiny_model("qwen3", seed=3)
+    monkeypatch.setattr(hostmath, "HOST_MATH_VOCAB", VOCAB - 1)
+    prompts, actions = random_decisions(8, 9)
+    outputs = [hostmath.head_log_probs(states, weight, None, rows, tokens),
+               hostmath.log_normalisers(np.asarray(states @ weight.T)),
+               hostmath.host_attention_scores(q, k, v, 0.3, mx.array(visible)),
+               hostmath.host_attention_scores(q, k, v, 0.3, "causal"),
+               hostmath.host_swiglu(gate, x), hostmath.HostLinear(linear)(gate),
+               inference_loglik(model, build_batch(prompts, actions))]
+    return [np.asarray(out).tobytes() for out in outputs]
+
+
+def test_host_kernels_give_the_same_bits_on_any_thread_count(monkeypatch):
+    monkeypatch.setenv("ARENA_HOST_THREADS", "1")
+    want = _every_host_kernel(monkeypatch)
+    for threads in ("2", "3", "8"):
+        monkeypatch.setenv("ARENA_HOST_THREADS", threads)
+        assert _every_host_kernel(monkeypatch) == want, f"{threads} threads"
+
+
+def test_host_threads_reads_its_variables_and_names_a_bad_value(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    monkeypatch.setenv("ARENA_HOST_THREADS", "3")
+    assert hostmath.host_threads() == 3
+    monkeypatch.delenv("ARENA_HOST_THREADS")
+    assert hostmath.host_threads() == 2
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert 1 <= hostmath.host_threads() <= hostmath.MAX_HOST_THREADS
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("ARENA_HOST_THREADS", bad)
+        with pytest.raises(ValueError, match=f"ARENA_HOST_THREADS must be a whole number >= 1, got '{bad}'"):
+            hostmath.host_threads()
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_host_linear_equals_mlx_and_the_swap_is_scoped(bias, monkeypatch):
+    monkeypatch.setenv("ARENA_HOST_THREADS", "2")
+    linear = nn.Linear(24, 10, bias=bias)
+    x = mx.array(np.random.default_rng(3).normal(size=(3, 5, 24)).astype(np.float32))
+    np.testing.assert_allclose(np.array(hostmath.HostLinear(linear)(x)), np.array(linear(x)), rtol=0, atol=1e-5)
+    model = tiny_model("qwen3", seed=0)
+    before = [model.layers[0].self_attn.q_proj, model.layers[1].mlp.down_proj]
+    with hostmath.host_kernels(model):
+        assert isinstance(model.layers[0].self_attn.q_proj, hostmath.HostLinear)
+        assert isinstance(model.layers[1].mlp.down_proj, hostmath.HostLinear)
+    assert [model.layers[0].self_attn.q_proj, model.layers[1].mlp.down_proj] == before
+    quantized = tiny_model("qwen3", seed=0, quantize=True)
+    with hostmath.host_kernels(quantized):  # a quantized projection stays MLX's
+        assert isinstance(quantized.layers[0].self_attn.q_proj, nn.QuantizedLinear)
+
+
+def test_a_forked_child_splits_work_over_threads_of_its_own(monkeypatch):
+    monkeypatch.setenv("ARENA_HOST_THREADS", "2")
+    assert hostmath._each(lambda x: x * 2, [1, 2, 3]) == [2, 4, 6]  # the parent's pool exists now
+    child = os.fork()
+    if child == 0:  # without the at-fork reset the child would wait forever on its parent's (absent) pool threads
+        os._exit(0 if hostmath._each(lambda x: x + 1, [1, 2, 3]) == [2, 3, 4] else 1)
+    for _ in range(400):
+        done, status = os.waitpid(child, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(child, signal.SIGKILL)
+    os.waitpid(child, 0)
+    pytest.fail("the forked child's host threads never ran its work")
