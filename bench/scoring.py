@@ -120,7 +120,11 @@ def run_case(path: Path, game: str, view: str, path_kind: str, games: int, concu
     seconds = time.perf_counter() - start
     errored = [r["error"] for r in result if r["errored"]]
     turns = getattr(player, "turns", None)
+    from arena.players.hostmath import host_math, host_threads
+
+    threads = host_threads() if host_math(player.model) else None
     return {"games": games, "seconds": seconds, "games_per_s": games / seconds, "errored": len(errored),
+            "host_threads": threads,
             "first_error": errored[0] if errored else None, "turn_cache_hits": turns.hits if turns else 0,
             "turn_cache_tokens": turns.reused if turns else 0}
 
@@ -179,6 +183,7 @@ def _pair_row(name: str, ours: tuple, reference: tuple | None, reference_gps: fl
                          ours_rss_mib=rss, reference_rss_mib=ref_rss, reference_ended=ref_ended)
     row.peak_rss_mib = rss
     row.details.update(errored=result["errored"], turn_cache_tokens=result.get("turn_cache_tokens", 0),
+                       host_threads=result.get("host_threads"),
                        runs=result.get("runs"), reference_runs=ref_result.get("runs") if ref_result else None)
     if result["errored"]:  # a game that errored ends early: its games/s would flatter the figure
         row.passed = False
@@ -241,7 +246,8 @@ def _write_results(rows: list[Row]) -> None:
         ref_rss = f"{d['reference_rss_mib']:.0f} MiB" if d.get("reference_rss_mib") else "-"
         lines.append(f"- {row.name}: peak RSS ours {d.get('ours_rss_mib') or row.peak_rss_mib:.0f} MiB, full-row "
                      f"{ref_rss} ({d.get('reference_ended', 'not run')}); games errored: {d.get('errored', '-')}; "
-                     f"prompt tokens reused across turns: {d.get('turn_cache_tokens', 0):,}; games/s of each run, "
+                     f"prompt tokens reused across turns: {d.get('turn_cache_tokens', 0):,}; "
+                     f"host threads (ours): {d.get('host_threads') or 'none (MLX kernels)'}; games/s of each run, "
                      f"alternating: ours {d.get('runs')}, full-row {d.get('reference_runs') or '-'}; {row.note}")
     write_keeping_notes(ROOT / "bench" / "results" / "scoring.md", "\n".join(lines))
 

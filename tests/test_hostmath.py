@@ -202,3 +202,19 @@ def test_a_forked_child_splits_work_over_threads_of_its_own(monkeypatch):
     os.kill(child, signal.SIGKILL)
     os.waitpid(child, 0)
     pytest.fail("the forked child's host threads never ran its work")
+
+
+def test_a_failing_piece_raises_after_every_other_piece_has_ended(monkeypatch):
+    monkeypatch.setenv("ARENA_HOST_THREADS", "2")
+    ended = []
+
+    def work(part: int) -> int:
+        if part == 0:
+            raise RuntimeError("piece 0 failed")
+        time.sleep(0.2)
+        ended.append(part)
+        return part
+
+    with pytest.raises(RuntimeError, match="piece 0 failed"):
+        hostmath._each(work, [0, 1])
+    assert ended == [1]

@@ -8,7 +8,7 @@ import math
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
 import mlx.core as mx
@@ -78,7 +78,10 @@ def _each(work: Callable[[_Part], _Result], parts: Sequence[_Part]) -> list[_Res
         _pool[:] = [(host_threads() - 1, ThreadPoolExecutor(host_threads() - 1, thread_name_prefix="arena-host"))]
     runs = [parts[len(parts) * i // threads : len(parts) * (i + 1) // threads] for i in range(threads)]
     pending = [_pool[0][1].submit(lambda run=run: [work(part) for part in run]) for run in runs[1:]]
-    done = [work(part) for part in runs[0]]
+    try:
+        done = [work(part) for part in runs[0]]
+    finally:
+        wait(pending)  # no piece may still write into a caller's buffer once this call has returned or raised
     for future in pending:
         done.extend(future.result())
     return done
@@ -230,8 +233,6 @@ _STAND_INS: dict[str, Callable[[Callable[..., mx.array]], Callable[..., mx.array
     "scaled_dot_product_attention": attend_with(host_attention_scores),
     "swiglu": lambda original: host_swiglu,
 }
-
-
 
 
 class HostLinear(nn.Module):
