@@ -192,7 +192,10 @@ def test_a_forked_child_splits_work_over_threads_of_its_own(monkeypatch):
     assert hostmath._each(lambda x: x * 2, [1, 2, 3]) == [2, 4, 6]  # the parent's pool exists now
     child = os.fork()
     if child == 0:  # without the at-fork reset the child would wait forever on its parent's (absent) pool threads
-        os._exit(0 if hostmath._each(lambda x: x + 1, [1, 2, 3]) == [2, 3, 4] else 1)
+        try:
+            os._exit(0 if hostmath._each(lambda x: x + 1, [1, 2, 3]) == [2, 3, 4] else 1)
+        finally:
+            os._exit(2)  # an error in the child never returns into the parent's pytest
     for _ in range(400):
         done, status = os.waitpid(child, os.WNOHANG)
         if done:
