@@ -13,6 +13,8 @@ from arena.core.config import ConfigError
 from arena.core.seeds import SeedsConfig
 from arena.games.registry import make_game
 from arena.play.match import Slot, play_match, sample_key
+from arena.players.config import MLXPlayerConfig
+from arena.players.mlx import MLXPlayer
 from arena.players.scripted import RandomPlayer
 from arena.train.config import SelfPlayConfig, TrainConfig
 from arena.train.grpo.branches import (
@@ -24,7 +26,7 @@ from arena.train.grpo.branches import (
     decision_values,
     own_reach,
 )
-from arena.train.grpo.neurd import neurd_target, visit_sums
+from arena.train.grpo.neurd import NeuRDFit, all_action_logp, neurd_target, visit_sums
 from arena.train.grpo.rollouts import play_round
 from arena.train.grpo.schedule import neurd_rate
 from arena.train.grpo.step import learner_decisions, train_round
@@ -198,3 +200,62 @@ def test_neurd_without_branches_is_a_clear_error(neurd_round, tmp_path):
     with pytest.raises(ValueError, match="branch games"):
         train_round(root / "snap0", root / "snap0", tmp_path / "r", 1, SelfPlayConfig(deals_per_round=8),
                     TrainConfig(objective="neurd"), tmp_path / "t", progress=False)
+
+
+def _only(data, keep):
+    """``data``'s decisions at the indices ``keep``, in order."""
+    pick = np.asarray(keep)
+    return replace(data, observations=[data.observations[i] for i in keep], chosen=data.chosen[pick],
+                   logp_old=data.logp_old[pick], advantages=data.advantages[pick], zero_group=data.zero_group[pick],
+                   rewards=data.rewards[pick], values=[data.values[i] for i in keep],
+                   visit_weights=data.visit_weights[pick])
+
+
+def test_anchors_hold_prompts_seen_earlier_in_the_round_at_the_current_policy(neurd_round):
+    root, _ = neurd_round
+    records = [json.loads(line) for line in (root / "roll1" / "games.jsonl").read_text().splitlines()]
+    config = TrainConfig(objective="neurd", reference="previous", neurd_anchor=3)
+    data = learner_decisions(records, records[0]["players"][0], config,
+                             [json.loads(line) for line in (root / "roll1" / BRANCHES_FILE).read_text().splitlines()])
+    texts = sorted({o.text for o in data.observations})
+    early = [i for i, o in enumerate(data.observations) if o.text in texts[: len(texts) // 2]]
+    late = [i for i, o in enumerate(data.observations) if o.text not in texts[: len(texts) // 2]]
+    policy = MLXPlayer(root / "snap0", MLXPlayerConfig())
+    fit = NeuRDFit(policy, config, 1.0, anchor_seed=(0, 1, 1))
+    first = fit.targets(_only(data, early), policy, 1.0)
+    assert first.anchors == 0 and len(first.observations) == len({data.observations[i].text for i in early})
+    second = fit.targets(_only(data, late), policy, 1.0)
+    anchors = second.observations[-3:]
+    assert second.anchors == 3 and {o.text for o in anchors} < set(texts[: len(texts) // 2])
+    for observation, target in zip(anchors, second.logp[-3:], strict=True):
+        np.testing.assert_allclose(target, all_action_logp(policy, [observation], 1.0, 65536, "k")[0], atol=1e-5)
+    plain = NeuRDFit(policy, replace(config, neurd_anchor=0), 1.0)
+    plain.targets(_only(data, early), policy, 1.0)
+    assert plain.targets(_only(data, late), policy, 1.0).anchors == 0
+
+
+def _drift_of_unvisited(root, anchor):
+    """The largest change in log-policy, over the prompts a first iteration visited, that ten Adam steps on a second
+    iteration's targets (other prompts) cause."""
+    records = [json.loads(line) for line in (root / "roll1" / "games.jsonl").read_text().splitlines()]
+    config = TrainConfig(objective="neurd", reference="previous", lr=1.0e-2, neurd_anchor=anchor)
+    data = learner_decisions(records, records[0]["players"][0], config,
+                             [json.loads(line) for line in (root / "roll1" / BRANCHES_FILE).read_text().splitlines()])
+    texts = sorted({o.text for o in data.observations})
+    early = [i for i, o in enumerate(data.observations) if o.text in texts[: len(texts) // 2]]
+    late = [i for i, o in enumerate(data.observations) if o.text not in texts[: len(texts) // 2]]
+    policy = MLXPlayer(root / "snap0", MLXPlayerConfig())
+    fit = NeuRDFit(policy, config, 1.0)
+    held = fit.targets(_only(data, early), policy, 1.0).observations
+    before = all_action_logp(policy, held, 1.0, 65536, "k")
+    targets = fit.targets(_only(data, late), policy, 8.0)
+    for _ in range(10):
+        fit(targets, np.arange(len(targets.observations)), config.lr)
+    after = all_action_logp(policy, held, 1.0, 65536, "k")
+    return max(np.abs(a - b).max() for a, b in zip(after, before, strict=True))
+
+
+def test_anchors_keep_the_fit_from_moving_unvisited_prompts(neurd_round):
+    root, _ = neurd_round
+    plain, anchored = _drift_of_unvisited(root, 0), _drift_of_unvisited(root, 12)
+    assert plain > 0.5 and anchored < 0.5 * plain, (plain, anchored)

@@ -22,7 +22,7 @@ import mlx.core as mx
 import mlx.nn as nn
 
 from arena.core.jit import vector_jit
-from arena.players.kvcache import ropes_wrapped
+from arena.players.kvcache import children_wrapped
 
 
 def fused_math() -> bool:
@@ -131,13 +131,17 @@ def attend_with(kernel: Callable[..., mx.array]) -> Callable[[Callable[..., mx.a
     return stand_in
 
 
+def layer_parts(model: Any) -> list[Any]:
+    """Each layer's attention and MLP modules (``self_attn``, ``mlp``), those a layer has, in layer order."""
+    return [part for layer in model.layers for part in (layer.get("self_attn"), layer.get("mlp")) if part is not None]
+
+
 @contextlib.contextmanager
 def swapped(model: Any, stand_ins: dict[str, Callable[[Callable[..., mx.array]], Callable[..., mx.array]]]
             ) -> Iterator[None]:
     """While inside, each module-level name in ``stand_ins`` that the model's attention and MLP layers call (mlx-lm's
     ``scaled_dot_product_attention``, ``swiglu``) is replaced by ``stand_ins[name](original)``; restored after."""
-    names = {sys.modules[type(part).__module__] for layer in model.layers
-             for part in (layer.get("self_attn"), layer.get("mlp")) if part is not None}
+    names = {sys.modules[type(part).__module__] for part in layer_parts(model)}
     swaps = [(module, name, getattr(module, name)) for module in names for name in stand_ins
              if hasattr(module, name)]
     try:
@@ -152,8 +156,8 @@ def swapped(model: Any, stand_ins: dict[str, Callable[[Callable[..., mx.array]],
 def fused_ropes(model: Any) -> contextlib.AbstractContextManager[None]:
     """While inside, each attention layer's plain ``nn.RoPE`` is a ``FusedRope`` (others stay); restored after."""
     attentions = [layer.get("self_attn") for layer in model.layers]
-    return ropes_wrapped([attention for attention in attentions if attention is not None
-                          and type(attention.get("rope")) is nn.RoPE and not attention.rope.traditional], FusedRope)
+    return children_wrapped([(attention, "rope") for attention in attentions if attention is not None
+                             and type(attention.get("rope")) is nn.RoPE and not attention.rope.traditional], FusedRope)
 
 
 @contextlib.contextmanager

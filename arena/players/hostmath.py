@@ -17,7 +17,8 @@ import numpy as np
 from mlx_lm.models.base import create_causal_mask
 
 from arena.core.blas import host_blas, sgemm
-from arena.players.fused import attend_with, swapped
+from arena.players.fused import attend_with, layer_parts, swapped
+from arena.players.kvcache import children_wrapped
 
 # Above this vocabulary (a real model's), inference on the CPU takes its exps on the host. MLX 0.32's x86 CPU
 # backend has no SIMD transcendentals (ml-explore/mlx#3019 is open): its exp costs ~17 ns an element here, numpy's
@@ -69,13 +70,14 @@ def _each(work: Callable[[_Part], _Result], parts: Sequence[_Part]) -> list[_Res
     """``[work(p) for p in parts]``, the parts cut into one contiguous run per thread: the first run on the calling
     thread, the others on the pool's (OpenBLAS and numpy's large loops release the GIL); results in the parts'
     order."""
-    threads = min(len(parts), host_threads())
+    available = host_threads()
+    threads = min(len(parts), available)
     if threads < 2:
         return [work(part) for part in parts]
-    if not _pool or _pool[0][0] != host_threads() - 1:
+    if not _pool or _pool[0][0] != available - 1:
         for _, old in _pool:
             old.shutdown(wait=False)
-        _pool[:] = [(host_threads() - 1, ThreadPoolExecutor(host_threads() - 1, thread_name_prefix="arena-host"))]
+        _pool[:] = [(available - 1, ThreadPoolExecutor(available - 1, thread_name_prefix="arena-host"))]
     runs = [parts[len(parts) * i // threads : len(parts) * (i + 1) // threads] for i in range(threads)]
     pending = [_pool[0][1].submit(lambda run=run: [work(part) for part in run]) for run in runs[1:]]
     try:
@@ -261,19 +263,11 @@ class HostLinear(nn.Module):
 LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
-@contextlib.contextmanager
-def host_linears(model: Any) -> Iterator[None]:
+def host_linears(model: Any) -> contextlib.AbstractContextManager[None]:
     """While inside, each float32 ``nn.Linear`` of the model's attention and MLP layers is a ``HostLinear``."""
-    parts = [part for layer in model.layers for part in (layer.get("self_attn"), layer.get("mlp")) if part is not None]
-    swaps = [(part, name, part[name]) for part in parts for name in LINEAR_NAMES
-             if type(part.get(name)) is nn.Linear and part[name].weight.dtype == mx.float32]
-    try:
-        for part, name, linear in swaps:
-            setattr(part, name, HostLinear(linear))
-        yield
-    finally:
-        for part, name, linear in swaps:
-            setattr(part, name, linear)
+    return children_wrapped([(part, name) for part in layer_parts(model) for name in LINEAR_NAMES
+                             if type(part.get(name)) is nn.Linear and part[name].weight.dtype == mx.float32],
+                            HostLinear)
 
 
 @contextlib.contextmanager

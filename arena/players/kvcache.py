@@ -139,21 +139,22 @@ def per_token_positions(model: Any) -> Iterator[None]:
         raise ArenaError(f"model type {getattr(model, 'model_type', '?')} has no self_attn.rope in every layer: "
                          "arena's trie scoring places each action token at its own position through it "
                          "(qwen2/qwen3/llama-style models have one)")
-    with ropes_wrapped(attentions, _PerTokenRope):
+    with children_wrapped([(attention, "rope") for attention in attentions], _PerTokenRope):
         yield
 
 
 @contextlib.contextmanager
-def ropes_wrapped(attentions: Sequence[Any], wrap: Callable[[Any], nn.Module]) -> Iterator[None]:
-    """While inside, each of ``attentions``' ``rope`` is ``wrap(rope)``; restored after, even when a pass fails."""
-    ropes = [attention.rope for attention in attentions]
+def children_wrapped(slots: Sequence[tuple[Any, str]], wrap: Callable[[Any], nn.Module]) -> Iterator[None]:
+    """While inside, each ``(parent, name)`` of ``slots`` holds ``wrap(parent[name])``; restored after, even when a
+    pass fails."""
+    originals = [getattr(parent, name) for parent, name in slots]
     try:
-        for attention, rope in zip(attentions, ropes, strict=True):
-            attention.rope = wrap(rope)
+        for (parent, name), child in zip(slots, originals, strict=True):
+            setattr(parent, name, wrap(child))
         yield
     finally:
-        for attention, rope in zip(attentions, ropes, strict=True):
-            attention.rope = rope
+        for (parent, name), child in zip(slots, originals, strict=True):
+            setattr(parent, name, child)
 
 
 def rows_kv(caches: Sequence[PrefixCache], rows: Sequence[int], positions: Sequence[np.ndarray]) -> list[Stored]:

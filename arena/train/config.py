@@ -141,7 +141,8 @@ class TrainConfig:
     ``objective: neurd`` plays a branch rollout for every other legal action of each learner decision and, each
     iteration, fits ``steps`` Adam steps (``lr``) to NeuRD targets: logits moved by ``neurd_lr`` (decayed as
     1/sqrt(1 + step / ``neurd_decay``) over the run's iterations) x (action value gaps - ``beta`` x (pi - rho)),
-    rho the reference (the magnet), the logit gap within ``neurd_clip``.
+    rho the reference (the magnet), the logit gap within ``neurd_clip``. ``neurd_anchor`` > 0 adds up to that many
+    prompts seen earlier in the round, not visited by the iteration, to its fit, each held at its current policy.
     """
 
     method: str = "full"
@@ -150,6 +151,7 @@ class TrainConfig:
     neurd_decay: int = 20
     neurd_clip: float = 6.0
     neurd_weighting: str = "onpolicy"
+    neurd_anchor: int = 0
     lr: float = 1.0e-3
     lr_decay: str = "inverse_sqrt"
     steps: int = 32
@@ -181,6 +183,8 @@ class TrainConfig:
                 "must be a positive float (NeuRD's logit step per unit of value)")
         require(self.neurd_decay >= 0, "train.neurd_decay", self.neurd_decay, "must be >= 0 (0: no decay)")
         require_choice("train.neurd_weighting", self.neurd_weighting, WEIGHTINGS)
+        require(self.neurd_anchor >= 0, "train.neurd_anchor", self.neurd_anchor,
+                "must be >= 0 (prompts held at their policy in each fit; 0: none)")
         require(self.neurd_clip > 0, "train.neurd_clip", self.neurd_clip, "must be > 0 (the largest logit gap)")
         require_choice("train.group_by", self.group_by, GROUP_BY)
         require(self.lr > 0 and math.isfinite(self.lr), "train.lr", self.lr, "must be a positive float")

@@ -6,7 +6,9 @@ NeuRD moves the logit by the value gap itself; branch rollouts (``branches.py``)
 Taken as a gradient through shared weights NeuRD swings; taken as a target per distinct prompt (the tabular step)
 and fitted by a few Adam steps on KL(target || pi), the network follows the table. A KL pull towards a magnet (the
 reference: with ``train.reference: previous`` the round's start, so the magnet moves every round, as R-NaD's does)
-makes the dynamics converge instead of cycling.
+makes the dynamics converge instead of cycling. With ``train.neurd_anchor``, prompts seen earlier in the round that
+this iteration did not visit join the fit at their current policy: a tabular step leaves unvisited states where they
+are, and the anchor asks the shared weights to do the same.
 """
 
 from __future__ import annotations
@@ -79,23 +81,27 @@ def all_action_logp(player: MLXPlayer, observations: Sequence[Observation], temp
 
 @dataclass(frozen=True)
 class Targets:
-    """One iteration's fit data: its distinct prompts, each one's target log-policy, its game, and the share of
-    targets the logit threshold cut."""
+    """One iteration's fit data: its distinct prompts (the visited ones, then the anchors), each one's target
+    log-policy, its game, the share of visited targets the logit threshold cut, and how many rows are anchors."""
 
     observations: list[Observation]
     logp: list[np.ndarray]
     games: np.ndarray
     clipped: float
+    anchors: int = 0
 
 
 class NeuRDFit:
     """Builds an iteration's NeuRD targets and fits the policy to them (Adam on the per-game mean KL)."""
 
-    def __init__(self, policy: MLXPlayer, config: TrainConfig, temperature: float) -> None:
+    def __init__(self, policy: MLXPlayer, config: TrainConfig, temperature: float,
+                 anchor_seed: Sequence[int] = (0,)) -> None:
         import mlx.nn as nn
         import mlx.optimizers as optim
 
         self.policy, self.config, self.temperature = policy, config, temperature
+        self.rng = np.random.default_rng(anchor_seed)
+        self.seen: dict[Any, Observation] = {}  # every prompt the round's earlier iterations visited, by memo key
         self.optimizer = optim.Adam(learning_rate=config.lr, bias_correction=True)
         self._value_and_grad = nn.value_and_grad(policy.model, self._loss)
 
@@ -120,8 +126,24 @@ class NeuRDFit:
         magnet = all_action_logp(ref, rows, self.temperature, *budget)
         made = [neurd_target(o, m, s, t, rate, self.config.beta, self.config.neurd_clip)
                 for o, m, s, t in zip(old, magnet, sums, totals, strict=True)]
+        anchors = self._anchors({keys[j]: row for j, row in zip(first, rows, strict=True)})
+        logp = [t for t, _ in made] + all_action_logp(self.policy, anchors, self.temperature, *budget)
+        rows += anchors
         games = np.unique([o.game_id for o in rows], return_inverse=True)[1] if rows else np.zeros(0, np.int64)
-        return Targets(rows, [t for t, _ in made], games, float(np.mean([c for _, c in made])) if made else 0.0)
+        clipped = float(np.mean([c for _, c in made])) if made else 0.0
+        return Targets(rows, logp, games, clipped, len(anchors))
+
+    def _anchors(self, visited: dict[Any, Observation]) -> list[Observation]:
+        """At most ``train.neurd_anchor`` prompts seen earlier in the round and not visited now, drawn at random;
+        then remember the visited ones."""
+        if not self.config.neurd_anchor:
+            return []
+        unvisited = [row for key, row in self.seen.items() if key not in visited]
+        self.seen.update(visited)
+        if len(unvisited) <= self.config.neurd_anchor:
+            return unvisited
+        picked = np.sort(self.rng.choice(len(unvisited), size=self.config.neurd_anchor, replace=False))
+        return [unvisited[i] for i in picked]
 
     def __call__(self, targets: Targets, picked: np.ndarray, learning_rate: float) -> dict[str, Any]:
         """One Adam step on the ``picked`` targets: each game's mean KL(target || pi), summed over games."""
@@ -147,5 +169,6 @@ class NeuRDFit:
         mx.eval(self.policy.model.parameters(), self.optimizer.state)
         self.policy.weights_changed()
         kl = loss.item() / max(len(counts.nonzero()[0]), 1)
-        return {"loss": loss.item(), "kl": kl, "clip_fraction": targets.clipped, "lr": learning_rate,
-                "rows": len(rows), "tokens": tokens}
+        out = {"loss": loss.item(), "kl": kl, "clip_fraction": targets.clipped, "lr": learning_rate,
+               "rows": len(rows), "tokens": tokens}
+        return {**out, "anchors": targets.anchors} if self.config.neurd_anchor else out

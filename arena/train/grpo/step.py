@@ -232,7 +232,7 @@ def _update(policy: MLXPlayer, config: TrainConfig, temperature: float, round_nu
     if world.size > 1:
         raise ValueError(f"train.objective: neurd runs in one process, not across {world.size} ranks: "
                          "unset ARENA_TRAIN_LAUNCH or use train.objective: grpo")
-    return NeuRDFit(policy, config, temperature)
+    return NeuRDFit(policy, config, temperature, anchor_seed=(config.seed, round_number, 1))
 
 
 def _run_neurd(fit: NeuRDFit, ref: MLXPlayer, data: Decisions, config: TrainConfig, at: _Steps,
