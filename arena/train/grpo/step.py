@@ -136,7 +136,7 @@ def _reference_logp(ref: MLXPlayer, data: Decisions, keep: np.ndarray, temperatu
 def _log_row(step: int, iteration: int, result: Mapping[str, Any], data: Decisions, picked: np.ndarray,
              elapsed: float) -> dict[str, Any]:
     """One train_log.jsonl row (its tokens_per_sec is moved to logs/ before the log is written)."""
-    return {
+    row = {
         "step": step, "iteration": iteration, "loss": round(result["loss"], 6), "kl": round(result["kl"], 6),
         "clip_fraction": round(result["clip_fraction"], 6),
         "mean_reward": round(float(data.rewards[picked].mean()), 6),
@@ -144,6 +144,7 @@ def _log_row(step: int, iteration: int, result: Mapping[str, Any], data: Decisio
         "lr": round(result["lr"], 9), "rows": result["rows"],
         "tokens_per_sec": round(result["tokens"] / elapsed, 1),
     }
+    return {**row, "anchors": result["anchors"]} if "anchors" in result else row
 
 
 @dataclass
