@@ -211,44 +211,46 @@ def _only(data, keep):
                    visit_weights=data.visit_weights[pick])
 
 
-def test_anchors_hold_prompts_seen_earlier_in_the_round_at_the_current_policy(neurd_round):
-    root, _ = neurd_round
+def _two_iterations(root, config):
+    """Round 1's learner decisions cut in two by prompt: those of the first half of its distinct prompts (sorted),
+    then the rest, as two iterations would see them; and the first half's prompts."""
     records = [json.loads(line) for line in (root / "roll1" / "games.jsonl").read_text().splitlines()]
-    config = TrainConfig(objective="neurd", reference="previous", neurd_anchor=3)
     data = learner_decisions(records, records[0]["players"][0], config,
                              [json.loads(line) for line in (root / "roll1" / BRANCHES_FILE).read_text().splitlines()])
     texts = sorted({o.text for o in data.observations})
-    early = [i for i, o in enumerate(data.observations) if o.text in texts[: len(texts) // 2]]
-    late = [i for i, o in enumerate(data.observations) if o.text not in texts[: len(texts) // 2]]
+    early = set(texts[: len(texts) // 2])
+    first = [i for i, o in enumerate(data.observations) if o.text in early]
+    return _only(data, first), _only(data, sorted(set(range(len(data.chosen))) - set(first))), early
+
+
+def test_anchors_hold_prompts_seen_earlier_in_the_round_at_the_current_policy(neurd_round):
+    root, _ = neurd_round
+    config = TrainConfig(objective="neurd", reference="previous", neurd_anchor=3)
+    early, late, early_texts = _two_iterations(root, config)
     policy = MLXPlayer(root / "snap0", MLXPlayerConfig())
     fit = NeuRDFit(policy, config, 1.0, anchor_seed=(0, 1, 1))
-    first = fit.targets(_only(data, early), policy, 1.0)
-    assert first.anchors == 0 and len(first.observations) == len({data.observations[i].text for i in early})
-    second = fit.targets(_only(data, late), policy, 1.0)
+    first = fit.targets(early, policy, 1.0)
+    assert first.anchors == 0 and len(first.observations) == len(early_texts)
+    second = fit.targets(late, policy, 1.0)
     anchors = second.observations[-3:]
-    assert second.anchors == 3 and {o.text for o in anchors} < set(texts[: len(texts) // 2])
+    assert second.anchors == 3 and {o.text for o in anchors} < early_texts
     for observation, target in zip(anchors, second.logp[-3:], strict=True):
         np.testing.assert_allclose(target, all_action_logp(policy, [observation], 1.0, 65536, "k")[0], atol=1e-5)
     plain = NeuRDFit(policy, replace(config, neurd_anchor=0), 1.0)
-    plain.targets(_only(data, early), policy, 1.0)
-    assert plain.targets(_only(data, late), policy, 1.0).anchors == 0
+    plain.targets(early, policy, 1.0)
+    assert plain.targets(late, policy, 1.0).anchors == 0
 
 
 def _drift_of_unvisited(root, anchor):
     """The largest change in log-policy, over the prompts a first iteration visited, that ten Adam steps on a second
     iteration's targets (other prompts) cause."""
-    records = [json.loads(line) for line in (root / "roll1" / "games.jsonl").read_text().splitlines()]
     config = TrainConfig(objective="neurd", reference="previous", lr=1.0e-2, neurd_anchor=anchor)
-    data = learner_decisions(records, records[0]["players"][0], config,
-                             [json.loads(line) for line in (root / "roll1" / BRANCHES_FILE).read_text().splitlines()])
-    texts = sorted({o.text for o in data.observations})
-    early = [i for i, o in enumerate(data.observations) if o.text in texts[: len(texts) // 2]]
-    late = [i for i, o in enumerate(data.observations) if o.text not in texts[: len(texts) // 2]]
+    early, late, _ = _two_iterations(root, config)
     policy = MLXPlayer(root / "snap0", MLXPlayerConfig())
     fit = NeuRDFit(policy, config, 1.0)
-    held = fit.targets(_only(data, early), policy, 1.0).observations
+    held = fit.targets(early, policy, 1.0).observations
     before = all_action_logp(policy, held, 1.0, 65536, "k")
-    targets = fit.targets(_only(data, late), policy, 8.0)
+    targets = fit.targets(late, policy, 8.0)
     for _ in range(10):
         fit(targets, np.arange(len(targets.observations)), config.lr)
     after = all_action_logp(policy, held, 1.0, 65536, "k")
