@@ -164,6 +164,14 @@ def test_neurd_rate_decays_as_inverse_sqrt_over_neurd_decay_iterations():
     assert neurd_rate(replace(config, neurd_decay=0), 99) == 8.0
 
 
+def test_neurd_rate_decays_as_one_over_t_with_the_inverse_shape():
+    config = TrainConfig(objective="neurd", neurd_lr=8.0, neurd_decay=20, neurd_decay_shape="inverse")
+    assert neurd_rate(config, 1) == 8.0 and neurd_rate(config, 21) == pytest.approx(4.0)
+    assert neurd_rate(config, 61) == pytest.approx(2.0)
+    with pytest.raises(ConfigError, match="train.neurd_decay_shape.*'constant'.*inverse_sqrt, inverse"):
+        TrainConfig(objective="neurd", neurd_decay_shape="constant")
+
+
 def test_config_names_the_bad_objective():
     with pytest.raises(ConfigError, match="train.objective"):
         TrainConfig(objective="neurd2")

@@ -140,7 +140,8 @@ class TrainConfig:
     (``GROUP_BY``). ``lr_decay`` and ``clip_decay`` shrink the learning rate and the PPO clip over the rounds.
     ``objective: neurd`` plays a branch rollout for every other legal action of each learner decision and, each
     iteration, fits ``steps`` Adam steps (``lr``) to NeuRD targets: logits moved by ``neurd_lr`` (decayed as
-    1/sqrt(1 + step / ``neurd_decay``) over the run's iterations) x (action value gaps - ``beta`` x (pi - rho)),
+    1/sqrt(1 + step / ``neurd_decay``) over the run's iterations, or 1/(1 + step / ``neurd_decay``) with
+    ``neurd_decay_shape: inverse``) x (action value gaps - ``beta`` x (pi - rho)),
     rho the reference (the magnet), the logit gap within ``neurd_clip``. ``neurd_anchor`` > 0 adds up to that many
     prompts seen earlier in the round, not visited by the iteration, to its fit, each held at its current policy.
     """
@@ -149,6 +150,7 @@ class TrainConfig:
     objective: str = "grpo"
     neurd_lr: float = 8.0
     neurd_decay: int = 20
+    neurd_decay_shape: str = "inverse_sqrt"
     neurd_clip: float = 6.0
     neurd_weighting: str = "onpolicy"
     neurd_anchor: int = 0
@@ -182,6 +184,7 @@ class TrainConfig:
         require(self.neurd_lr > 0 and math.isfinite(self.neurd_lr), "train.neurd_lr", self.neurd_lr,
                 "must be a positive float (NeuRD's logit step per unit of value)")
         require(self.neurd_decay >= 0, "train.neurd_decay", self.neurd_decay, "must be >= 0 (0: no decay)")
+        require_choice("train.neurd_decay_shape", self.neurd_decay_shape, DECAYS[1:])
         require_choice("train.neurd_weighting", self.neurd_weighting, WEIGHTINGS)
         require(self.neurd_anchor >= 0, "train.neurd_anchor", self.neurd_anchor,
                 "must be >= 0 (prompts held at their policy in each fit; 0: none)")

@@ -24,10 +24,11 @@ def round_learning_rate(config: TrainConfig, global_step: int, steps_per_round: 
 
 def neurd_rate(config: TrainConfig, outer_step: int) -> float:
     """NeuRD's target step at outer step ``outer_step`` (1-based, one per iteration of the run): ``train.neurd_lr``
-    decayed as 1 / sqrt over ``train.neurd_decay`` iterations, constant where that is 0."""
+    decayed as ``train.neurd_decay_shape`` (1 / sqrt or 1 / t) over ``train.neurd_decay`` iterations, constant where
+    that is 0."""
     if not config.neurd_decay:
         return config.neurd_lr
-    return decayed(config.neurd_lr, "inverse_sqrt", (outer_step - 1) / config.neurd_decay)
+    return decayed(config.neurd_lr, config.neurd_decay_shape, (outer_step - 1) / config.neurd_decay)
 
 
 def round_clip(config: TrainConfig, round_number: int) -> float:
