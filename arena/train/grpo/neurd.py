@@ -122,12 +122,12 @@ class NeuRDFit:
         first, sums, totals = visit_sums(keys, [data.values[i] for i in used], data.visit_weights[used])
         rows = [data.observations[used[j]] for j in first]
         budget = (self.config.max_batch_tokens, "train.max_batch_tokens")
-        old = all_action_logp(self.policy, rows, self.temperature, *budget)
+        anchors = self._anchors({keys[j]: row for j, row in zip(first, rows, strict=True)})
+        current = all_action_logp(self.policy, rows + anchors, self.temperature, *budget)  # one pass for both
         magnet = all_action_logp(ref, rows, self.temperature, *budget)
         made = [neurd_target(o, m, s, t, rate, self.config.beta, self.config.neurd_clip)
-                for o, m, s, t in zip(old, magnet, sums, totals, strict=True)]
-        anchors = self._anchors({keys[j]: row for j, row in zip(first, rows, strict=True)})
-        logp = [t for t, _ in made] + all_action_logp(self.policy, anchors, self.temperature, *budget)
+                for o, m, s, t in zip(current[: len(rows)], magnet, sums, totals, strict=True)]
+        logp = [t for t, _ in made] + current[len(rows):]
         rows += anchors
         games = np.unique([o.game_id for o in rows], return_inverse=True)[1] if rows else np.zeros(0, np.int64)
         clipped = float(np.mean([c for _, c in made])) if made else 0.0
