@@ -251,3 +251,35 @@ def test_leduc_neurd_advantages_average_to_zero_and_the_table_learns():
     assert total.min() > 0 and abs(push).max() > 1e-3
     curve = run(100, 4.0, 0.2, 50, "counterfactual", (100,))
     assert curve[0] == pytest.approx(lt.exploitability(lt.uniform_array())) and curve[100] < 1.0
+
+
+def test_leduc_neurd_decay_shrinks_later_steps_only():
+    from leduc_neurd import run
+
+    # The first step is undecayed; a near-zero decay horizon then all but freezes the table.
+    assert run(1, 4.0, 0.2, 0, "visits", (1,), decay=1e-9)[1] == run(1, 4.0, 0.2, 0, "visits", (1,))[1]
+    frozen = run(5, 4.0, 0.2, 0, "visits", (1, 5), decay=1e-9)
+    assert frozen[5] == pytest.approx(frozen[1], abs=1e-3)
+    assert run(5, 4.0, 0.2, 0, "visits", (5,))[5] != pytest.approx(frozen[5], abs=1e-2)
+
+
+def test_leduc_tracking_starts_each_round_from_the_snapshot_with_the_runs_decayed_step():
+    import argparse
+
+    from leduc_neurd import run
+    from leduc_tracking import table
+
+    from arena.games import leduc_theory as lt
+
+    uniform = lt.uniform_array()
+    # Starting from the uniform array is starting from the table's own default start.
+    assert run(20, 4.0, 0.5, 20, "visits", (20,), 20.0, uniform) == run(20, 4.0, 0.5, 20, "visits", (20,), 20.0)
+    # A later round's steps are decayed as that round's iterations are.
+    assert run(20, 4.0, 0.5, 20, "visits", (20,), 20.0, uniform, 20)[20] != pytest.approx(
+        run(20, 4.0, 0.5, 20, "visits", (20,), 20.0, uniform)[20], abs=1e-3)
+    args = argparse.Namespace(lr=8.0, decay=20.0, beta=0.5, weight="visits", iterations=20)
+    rows = table([uniform, uniform, uniform], args)
+    twin_r1 = run(20, 4.0, 0.5, 20, "visits", (20,), 20.0)[20]  # the network's neurd_lr is twice the table's lr
+    twin_r2 = run(20, 4.0, 0.5, 20, "visits", (20,), 20.0, uniform, 20)[20]
+    assert rows[2] == f"| r1 | 2.374 | {twin_r1:.3f} | 2.374 |"
+    assert rows[3] == f"| r2 | 2.374 | {twin_r2:.3f} | 2.374 |" and len(rows) == 4
