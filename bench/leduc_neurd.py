@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import sys
 
 import numpy as np
 
 from arena.games import leduc_theory as lt
 from arena.games.leduc_cfr import action_gains
+from arena.train.grpo.schedule import decayed
 
 LOGIT_CLIP = 6.0
 TARGET = 1.893 / 5  # issue 14's "falls 5x" from the stock model's Leduc exploitability (README, round 0)
@@ -64,7 +64,7 @@ def run(steps: int, lr: float, beta: float, every: int, weight: str, report: tup
     magnet, out = sigma.copy(), {0: lt.exploitability(sigma)}
     for n in range(1, steps + 1):
         push, total = advantages(sigma, weight)
-        rate = lr / math.sqrt(1.0 + (offset + n - 1) / decay) if decay else lr
+        rate = decayed(lr, "inverse_sqrt", (offset + n - 1) / decay) if decay else lr  # the pipeline's own schedule
         theta = np.clip(theta + rate * (push - beta * total[:, None] * (sigma - magnet)), -LOGIT_CLIP, LOGIT_CLIP)
         sigma = softmax(theta)
         if every and n % every == 0:

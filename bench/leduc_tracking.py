@@ -35,11 +35,11 @@ def table(policies: list[np.ndarray], args: argparse.Namespace) -> list[str]:
     rows = ["| round | network at its start | exact table, one round from there | network after the round |",
             "|---|---|---|---|"]
     steps = args.iterations
+    network = [exploitability(policy) for policy in policies]  # each snapshot ends one round and starts the next
     for n in range(1, len(policies)):
         twin = run(steps, args.lr / 2, args.beta, steps, args.weight, (steps,), args.decay, policies[n - 1],
                    (n - 1) * steps)
-        rows.append(f"| r{n} | {exploitability(policies[n - 1]):.3f} | {twin[steps]:.3f} | "
-                    f"{exploitability(policies[n]):.3f} |")
+        rows.append(f"| r{n} | {network[n - 1]:.3f} | {twin[steps]:.3f} | {network[n]:.3f} |")
     return rows
 
 
