@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,19 @@ def test_sweep_recognises_both_kinds_of_temporary(tmp_path, kind):
     stale.mkdir()
     (stale / "model.safetensors").write_bytes(b"partial")
     assert sweep_stale_temps(tmp_path / "r1") == [stale] and not stale.exists()
+
+
+def test_a_killed_writer_not_yet_reaped_is_dead(tmp_path):
+    # SIGKILLed but not yet waited for (a zombie, as an orphan is until its new parent reaps it): it answers
+    # signal 0, yet it will never write again, so its temporary is stale.
+    zombie = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        zombie.kill()
+        state = Path(f"/proc/{zombie.pid}/stat")
+        while state.read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            time.sleep(0.01)
+        stale = tmp_path / f".r1.writing-{zombie.pid}-z1.tmp"
+        stale.mkdir()
+        assert sweep_stale_temps(tmp_path / "r1") == [stale]
+    finally:
+        zombie.wait()

@@ -24,8 +24,18 @@ def _pid_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True  # someone else's live process
-    return True
+        pass  # someone else's process
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` is killed but not yet reaped: it still answers signal 0, but it never writes again. A writer
+    SIGKILLed with its parent is an orphan until its new parent reaps it, and that can outlast the next write."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False  # no /proc (macOS), or gone while we looked: signal 0's answer stands
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 def sweep_stale_temps(path: str | Path) -> list[Path]:
