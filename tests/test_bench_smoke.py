@@ -283,3 +283,20 @@ def test_leduc_tracking_starts_each_round_from_the_snapshot_with_the_runs_decaye
     twin_r2 = run(20, 4.0, 0.5, 20, "visits", (20,), 20.0, uniform, 20)[20]
     assert rows[2] == f"| r1 | 2.374 | {twin_r1:.3f} | 2.374 |"
     assert rows[3] == f"| r2 | 2.374 | {twin_r2:.3f} | 2.374 |" and len(rows) == 4
+
+
+def test_neurd_fit_targets_are_the_exact_tables_step_at_every_information_state():
+    import numpy as np
+    from leduc_neurd import run
+    from neurd_fit import as_sigma, columns, exact_targets, mean_kl
+
+    from arena.games import leduc_theory as lt
+
+    uniform = lt.uniform_array()
+    current = [np.log(uniform[row, cols]) for row, cols in enumerate(columns())]
+    np.testing.assert_allclose(as_sigma(current), uniform)  # the canonical prompts are in the table's row order
+    for weight in ("counterfactual", "visits"):
+        target = exact_targets(current, current, 2.0, 1.0, weight)
+        table = run(1, 1.0, 1.0, 0, weight, (1,))  # the table's step is half the network's neurd_lr
+        assert lt.exploitability(as_sigma(target)) == pytest.approx(table[1], abs=1e-9)
+        assert mean_kl(target, current) > 1e-6 and mean_kl(current, current) == 0.0

@@ -214,6 +214,21 @@ def counterfactual_values(seats: tuple[Policy, Policy], info_set: str) -> tuple[
     return sum(_opponent_reach(opponent, player, history, deal) for deal in deals), values
 
 
+def action_gains(policy: Policy, on_policy: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Self-play of ``policy``: per info set (``INFO_SETS`` order) and action (``ACTIONS``: pass, bet), the sum over
+    its deals of the actor's Q(a) - V, each weighted by chance and the opponent's reach and, where ``on_policy``,
+    by the actor's own reach too; and each info set's total weight. Leduc's ``leduc_cfr.action_gains``, for Kuhn."""
+    gains, totals = np.zeros((len(INFO_SETS), len(ACTIONS))), np.zeros(len(INFO_SETS))
+    for row, name in enumerate(INFO_SETS):
+        reach, values = counterfactual_values((policy, policy), name)
+        weight = (own_reach(policy, name) if on_policy else 1.0) / len(DEALS)  # a deal's chance is 1 / 6
+        bet = policy[name]
+        value = (1.0 - bet) * values[PASS] + bet * values[BET_ACTION]
+        gains[row] = [weight * (values[action] - value) for action in ACTIONS]
+        totals[row] = weight * reach
+    return gains, totals
+
+
 def best_response(opponent: Policy, player: int) -> tuple[float, dict[str, float]]:
     """A pure best response for ``player`` against ``opponent`` in the other seat, and its value.
 

@@ -23,6 +23,7 @@ from arena.play.config import ProbeConfig, ShardsConfig
 from arena.players.config import FrontierConfig
 from arena.players.specs import SCRIPTED_NAMES, SPEC_HELP, parse_spec
 from arena.train.config import (
+    FULL_WIDTH_GAMES,
     BaseConfig,
     CurriculumConfig,
     LspConfig,
@@ -195,12 +196,26 @@ def _check_plan(configs: Mapping[str, Any]) -> None:
     require(configs["train"].group_by == "deal" or selfplay.group_size >= 4, "train.group_by",
             configs["train"].group_by, f"'seat' compares the games a deal plays from one seat, so it needs two or more "
             f"a seat: selfplay.group_size >= 4, got {selfplay.group_size}")
+    _check_full_width(configs)
     lsp = configs["lsp"]
     lsp_seeds(seeds, lsp.proposals, last_round)
     try:
         check_seed_ranges(lsp.benchmark, seeds.reserved())
     except ConfigError as error:
         raise ConfigError(f"lsp.benchmark_seeds = {format_range(lsp.benchmark)} is invalid: {error}") from None
+
+
+def _check_full_width(configs: Mapping[str, Any]) -> None:
+    """``train.neurd_values: exact`` needs the grpo loop and games whose exact theory gives every state's values."""
+    if configs["train"].neurd_values != "exact":
+        return
+    require(configs["loop"] == "grpo", "train.neurd_values", "exact",
+            f"trains the grpo loop's self-play games, but loop is {configs['loop']!r}; use loop: grpo")
+    games = [game for game, _ in configs["selfplay"].games]
+    other = [game for game in games if game not in FULL_WIDTH_GAMES]
+    require(not other, "train.neurd_values", "exact",
+            f"needs every selfplay game to have exact theory ({', '.join(FULL_WIDTH_GAMES)}), but selfplay trains "
+            f"{games}; drop {other} or use train.neurd_values: sampled")
 
 
 def validate_all(params: Mapping[str, Any]) -> None:

@@ -107,9 +107,10 @@ def _rollouts(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
     elif loop == "rest":
         sample_round(paths.snapshot(paths.prev), selfplay.game, load_section(RestConfig, "rest", params),
                      load_section(CurriculumConfig, "curriculum", params), seeds, paths.n, paths.rollouts(paths.n))
-    else:
+    else:  # branch games give sampled NeuRD action values; full-width ones come from the game tree
+        train = load_section(TrainConfig, "train", params)
         play_round(paths.snapshot(paths.prev), paths.pool(paths.prev), selfplay, seeds, paths.n,
-                   paths.rollouts(paths.n), branches=load_section(TrainConfig, "train", params).objective == "neurd")
+                   paths.rollouts(paths.n), branches=train.objective == "neurd" and train.neurd_values == "sampled")
 
 
 def _train(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:

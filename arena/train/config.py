@@ -63,6 +63,11 @@ OBJECTIVES = ("grpo", "neurd")
 # How NeuRD weighs an information set's visits: as often as self-play reaches it, or by the opponent's and chance's
 # reach alone (each visit divided by the learner's own reach: counterfactual values, as CFR's).
 WEIGHTINGS = ("onpolicy", "counterfactual")
+# Where NeuRD's action values come from: the iteration's branch games (sampled, at the prompts they visit), or the
+# game tree, at every information state (exact: the sampled targets' expectation; arena.train.grpo.fullwidth).
+NEURD_VALUES = ("sampled", "exact")
+# The games whose exact theory gives every information state's action values (``neurd_values: exact``).
+FULL_WIDTH_GAMES = ("kuhn", "leduc")
 # Which games share an advantage baseline: every game of one deal (both seats: a deal's card luck cancels), or every
 # game of one deal from one seat (the same start and opponent: a deterministic game's seat value cancels).
 GROUP_BY = ("deal", "seat")
@@ -144,6 +149,8 @@ class TrainConfig:
     ``neurd_decay_shape: inverse``) x (action value gaps - ``beta`` x (pi - rho)),
     rho the reference (the magnet), the logit gap within ``neurd_clip``. ``neurd_anchor`` > 0 adds up to that many
     prompts seen earlier in the round, not visited by the iteration, to its fit, each held at its current policy.
+    ``neurd_values: exact`` takes the targets from the game tree at every information state instead of from branch
+    games (games in ``FULL_WIDTH_GAMES`` only); ``lr_warmup`` ramps each round's Adam step up over that many steps.
     """
 
     method: str = "full"
@@ -154,8 +161,10 @@ class TrainConfig:
     neurd_clip: float = 6.0
     neurd_weighting: str = "onpolicy"
     neurd_anchor: int = 0
+    neurd_values: str = "sampled"
     lr: float = 1.0e-3
     lr_decay: str = "inverse_sqrt"
+    lr_warmup: int = 0
     steps: int = 32
     batch_size: int = 512
     beta: float = 0.05
@@ -188,9 +197,14 @@ class TrainConfig:
         require_choice("train.neurd_weighting", self.neurd_weighting, WEIGHTINGS)
         require(self.neurd_anchor >= 0, "train.neurd_anchor", self.neurd_anchor,
                 "must be >= 0 (prompts held at their policy in each fit; 0: none)")
+        require_choice("train.neurd_values", self.neurd_values, NEURD_VALUES)
+        require(self.neurd_values == "sampled" or self.objective == "neurd", "train.neurd_values", self.neurd_values,
+                f"'exact' sets NeuRD's action values, so it needs train.objective: neurd (got {self.objective!r})")
         require(self.neurd_clip > 0, "train.neurd_clip", self.neurd_clip, "must be > 0 (the largest logit gap)")
         require_choice("train.group_by", self.group_by, GROUP_BY)
         require(self.lr > 0 and math.isfinite(self.lr), "train.lr", self.lr, "must be a positive float")
+        require(self.lr_warmup >= 0, "train.lr_warmup", self.lr_warmup,
+                "must be >= 0 (steps over which each round's learning rate ramps up; 0: none)")
         require(self.steps >= 1, "train.steps", self.steps, "must be >= 1")
         require(self.batch_size >= 1, "train.batch_size", self.batch_size, "must be >= 1")
         require(self.beta >= 0, "train.beta", self.beta, "must be >= 0 (0 disables the KL penalty)")

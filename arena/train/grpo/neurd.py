@@ -82,13 +82,15 @@ def all_action_logp(player: MLXPlayer, observations: Sequence[Observation], temp
 @dataclass(frozen=True)
 class Targets:
     """One iteration's fit data: its distinct prompts (the visited ones, then the anchors), each one's target
-    log-policy, its game, the share of visited targets the logit threshold cut, and how many rows are anchors."""
+    log-policy, its game, the share of visited targets the logit threshold cut, how many rows are anchors, and (full
+    width) each game's exploitability at the policy the targets start from."""
 
     observations: list[Observation]
     logp: list[np.ndarray]
     games: np.ndarray
     clipped: float
     anchors: int = 0
+    exploitability: dict[str, float] | None = None
 
 
 class NeuRDFit:
@@ -102,6 +104,7 @@ class NeuRDFit:
         self.policy, self.config, self.temperature = policy, config, temperature
         self.rng = np.random.default_rng(anchor_seed)
         self.seen: dict[Any, Observation] = {}  # every prompt the round's earlier iterations visited, by memo key
+        self.magnets: dict[str, list[np.ndarray]] = {}  # full-width: the magnet's policy per game (fixed a round)
         self.optimizer = optim.Adam(learning_rate=config.lr, bias_correction=True)
         self._value_and_grad = nn.value_and_grad(policy.model, self._loss)
 
@@ -132,6 +135,27 @@ class NeuRDFit:
         games = np.unique([o.game_id for o in rows], return_inverse=True)[1] if rows else np.zeros(0, np.int64)
         clipped = float(np.mean([c for _, c in made])) if made else 0.0
         return Targets(rows, logp, games, clipped, len(anchors))
+
+    def full_width(self, games: Sequence[str], ref: MLXPlayer, rate: float) -> Targets:
+        """The targets at every information state of each of ``games`` (``train.neurd_values: exact``), from the
+        policy's exact action values (arena.train.grpo.fullwidth); the magnet is ``ref``'s policy, the step
+        ``rate``. ``Targets.exploitability`` has each game's, at the policy the targets start from."""
+        from arena.train.grpo.fullwidth import as_table, exploitability, full_width_targets, info_states
+
+        budget = (self.config.max_batch_tokens, "train.max_batch_tokens")
+        rows, logp, ids, clipped, measured = [], [], [], [], {}
+        for index, game in enumerate(games):
+            states = list(info_states(game).observations)
+            current = all_action_logp(self.policy, states, self.temperature, *budget)
+            if game not in self.magnets:
+                self.magnets[game] = all_action_logp(ref, states, self.temperature, *budget)
+            made = full_width_targets(game, current, self.magnets[game], rate, self.config)
+            rows += states
+            logp += [target for target, _ in made]
+            ids += [index] * len(states)
+            clipped += [cut for _, cut in made]
+            measured[game] = round(exploitability(game, as_table(game, current)), 6)
+        return Targets(rows, logp, np.asarray(ids, dtype=np.int64), float(np.mean(clipped)), 0, measured)
 
     def _anchors(self, visited: dict[Any, Observation]) -> list[Observation]:
         """At most ``train.neurd_anchor`` prompts seen earlier in the round and not visited now, drawn at random;
@@ -171,4 +195,6 @@ class NeuRDFit:
         kl = loss.item() / max(len(counts.nonzero()[0]), 1)
         out = {"loss": loss.item(), "kl": kl, "clip_fraction": targets.clipped, "lr": learning_rate,
                "rows": len(rows), "tokens": tokens}
+        if targets.exploitability is not None:
+            out["exploitability"] = targets.exploitability
         return {**out, "anchors": targets.anchors} if self.config.neurd_anchor else out

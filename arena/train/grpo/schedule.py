@@ -17,9 +17,13 @@ def decayed(value: float, decay: str, rounds: float) -> float:
 
 
 def round_learning_rate(config: TrainConfig, global_step: int, steps_per_round: int) -> float:
-    """The learning rate at ``global_step`` of the run, ``steps_per_round`` steps a round, under ``train.lr_decay``."""
+    """The learning rate at ``global_step`` of the run, ``steps_per_round`` steps a round, under ``train.lr_decay``
+    and ramped up linearly over each round's first ``train.lr_warmup`` steps."""
     # Decay over the whole multi-round run (global steps, in rounds), as the tabular study's best recipe does.
-    return decayed(config.lr, config.lr_decay, global_step / steps_per_round)
+    rate = decayed(config.lr, config.lr_decay, global_step / steps_per_round)
+    if config.lr_warmup:  # each round's Adam starts fresh: its first steps move every weight by ~lr, whatever the fit
+        rate *= min(1.0, (global_step % steps_per_round + 1) / config.lr_warmup)
+    return rate
 
 
 def neurd_rate(config: TrainConfig, outer_step: int) -> float:

@@ -144,6 +144,8 @@ def _log_row(step: int, iteration: int, result: Mapping[str, Any], data: Decisio
         "lr": round(result["lr"], 9), "rows": result["rows"],
         "tokens_per_sec": round(result["tokens"] / elapsed, 1),
     }
+    if "exploitability" in result:
+        row["exploitability"] = result["exploitability"]
     return {**row, "anchors": result["anchors"]} if "anchors" in result else row
 
 
@@ -211,11 +213,12 @@ def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, 
     check_trainable(snapshot, config)
     policy = MLXPlayer(snapshot, sampling_config(selfplay, selfplay.memo_prompts))
     ref = MLXPlayer(reference, sampling_config(selfplay))
-    branches = read_branches(shard) if config.objective == "neurd" else None
-    data = learner_decisions(read_shard(shard), policy.spec, config, branches)
+    sampled = config.objective == "neurd" and config.neurd_values == "sampled"
+    data = learner_decisions(read_shard(shard), policy.spec, config, read_branches(shard) if sampled else None)
     inputs = {"snapshot": digest_path(snapshot), "reference": digest_path(reference), "rollouts": digest_path(shard)}
     more, extra = None, {}
-    if selfplay.iterations_per_round > 1:
+    # Full-width targets come from the game tree, so a round's later iterations play no games.
+    if selfplay.iterations_per_round > 1 and config.neurd_values == "sampled":
         if pool_file is None or seeds is None:
             raise ValueError("selfplay.iterations_per_round > 1 needs the round's pool and seed plan")
         more = _fresh_rollouts(policy, pool_file, selfplay, seeds, round_number, config)
@@ -241,7 +244,10 @@ def _run_neurd(fit: NeuRDFit, ref: MLXPlayer, data: Decisions, config: TrainConf
     """One iteration's NeuRD targets (the run's outer step) and ``config.steps`` Adam steps fitting them, each on
     at most ``config.batch_size`` distinct prompts; a row a step."""
     outer = (at.round_number - 1) * at.iterations + iteration + 1
-    targets = fit.targets(data, ref, neurd_rate(config, outer))
+    if config.neurd_values == "exact":
+        targets = fit.full_width(sorted({o.game_id for o in data.observations}), ref, neurd_rate(config, outer))
+    else:
+        targets = fit.targets(data, ref, neurd_rate(config, outer))
     count, every = len(targets.observations), np.arange(len(data.chosen))
     log = []
     for local in range(config.steps):
@@ -292,7 +298,7 @@ def optimise(policy: MLXPlayer, ref: MLXPlayer, data: Decisions, snapshot: str |
     at = _Steps(round_number, iterations.count, np.random.default_rng([config.seed, round_number]), bar)
     log: list[dict[str, Any]] = []
     for iteration in range(iterations.count):
-        if iteration:
+        if iteration and iterations.fresh is not None:
             data = iterations.fresh(iteration)
         if isinstance(update, NeuRDFit):
             log += _run_neurd(update, ref, data, config, at, iteration)

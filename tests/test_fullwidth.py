@@ -1,0 +1,114 @@
+"""Full-width NeuRD (train.neurd_values: exact): Kuhn's exact action gains, every state's targets, the config checks,
+the learning-rate warm-up, and a round that fits them."""
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from tinyround import first_rollouts
+
+from arena.core.config import ConfigError, load_params
+from arena.games import kuhn_theory as kt
+from arena.games import leduc_theory as lt
+from arena.pipeline.params import validate_all
+from arena.train.config import SelfPlayConfig, TrainConfig
+from arena.train.grpo.fullwidth import action_gains, as_table, exploitability, full_width_targets, info_states
+from arena.train.grpo.schedule import round_learning_rate
+from arena.train.grpo.step import train_round
+
+
+def _uniform_logp(game):
+    return [np.full(len(cols), -np.log(len(cols))) for cols in info_states(game).columns]
+
+
+def test_kuhn_gains_average_to_zero_and_vanish_at_equilibrium():
+    rng = np.random.default_rng(0)
+    policy = kt.policy_from_array(rng.uniform(0.1, 0.9, size=len(kt.INFO_SETS)))
+    for on_policy in (False, True):
+        gains, totals = kt.action_gains(policy, on_policy)
+        bets = np.array([policy[name] for name in kt.INFO_SETS])
+        np.testing.assert_allclose((1 - bets) * gains[:, 0] + bets * gains[:, 1], 0.0, atol=1e-12)
+        assert totals.min() > 0 and np.abs(gains).max() > 1e-3
+    # The Jack opens in two of six deals, reached by chance alone; after "pb" the opener's own check counts too.
+    _, totals = kt.action_gains(policy, on_policy=True)
+    assert totals[kt.INFO_SET_INDEX["0"]] == pytest.approx(2 / 6)
+    assert totals[kt.INFO_SET_INDEX["0pb"]] == pytest.approx(
+        (1 - policy["0"]) * kt.action_gains(policy)[1][kt.INFO_SET_INDEX["0pb"]])
+    gains, _ = kt.action_gains(kt.nash_policy(1 / 3))
+    assert gains.max() < 1e-12  # no action gains on an equilibrium
+
+
+def test_info_states_are_the_theorys_rows_with_the_aggressive_action_in_column_one():
+    kuhn = info_states("kuhn")
+    assert [o.info_set for o in kuhn.observations] == list(kt.INFO_SETS) and kuhn.width == 2
+    for observation, cols in zip(kuhn.observations, kuhn.columns, strict=True):
+        assert [observation.legal_actions[cols.index(1)]] == [a for a in observation.legal_actions
+                                                               if a in ("[bet]", "[call]")]
+    leduc = info_states("leduc")
+    assert [o.info_set for o in leduc.observations] == list(lt.info_states()) and leduc.width == 3
+    np.testing.assert_allclose(as_table("leduc", _uniform_logp("leduc")), lt.uniform_array())
+    with pytest.raises(ValueError, match="'tictactoe'.*neurd_values: sampled"):
+        info_states("tictactoe")
+
+
+@pytest.mark.parametrize("game", ["kuhn", "leduc"])
+@pytest.mark.parametrize("weighting", ["onpolicy", "counterfactual"])
+def test_one_full_width_step_from_uniform_is_less_exploitable(game, weighting):
+    config = TrainConfig(objective="neurd", neurd_values="exact", neurd_weighting=weighting, beta=1.0)
+    uniform = _uniform_logp(game)
+    made = full_width_targets(game, uniform, uniform, 8.0, config)
+    assert len(made) == len(uniform) and not any(cut for _, cut in made)
+    stepped = exploitability(game, as_table(game, [target for target, _ in made]))
+    assert stepped < exploitability(game, as_table(game, uniform)) - 0.01
+
+
+def test_full_width_steps_with_a_moving_magnet_solve_kuhn():
+    config = TrainConfig(objective="neurd", neurd_values="exact", neurd_weighting="counterfactual", beta=1.0)
+    current = magnet = _uniform_logp("kuhn")
+    for step in range(300):
+        if step % 20 == 0:  # the magnet moves to the policy every 20 steps, as a round's start does
+            magnet = current
+        gains, _ = action_gains("kuhn", as_table("kuhn", current), False)
+        assert np.isfinite(gains).all()
+        current = [target for target, _ in full_width_targets("kuhn", current, magnet, 8.0, config)]
+    assert exploitability("kuhn", as_table("kuhn", current)) < 0.005
+
+
+def test_exact_values_need_neurd_and_games_with_exact_theory():
+    with pytest.raises(ConfigError, match="train.neurd_values.*train.objective: neurd"):
+        TrainConfig(neurd_values="exact")
+    with pytest.raises(ConfigError, match="train.neurd_values"):
+        TrainConfig(objective="neurd", neurd_values="tree")
+    params = load_params("params.yaml")
+    exact = {**params, "train": {**params["train"], "neurd_values": "exact"}}
+    validate_all(exact)  # the default's games, Kuhn and Leduc, both have exact theory
+    mixed = {**exact, "selfplay": {**exact["selfplay"], "mix": [{"id": "tictactoe", "deals": 16}]}}
+    with pytest.raises(ConfigError, match=r"\['kuhn', 'tictactoe'\]; drop \['tictactoe'\]"):
+        validate_all(mixed)
+    with pytest.raises(ConfigError, match="loop is 'rest'"):
+        validate_all({**exact, "loop": "rest"})
+
+
+def test_warmup_ramps_each_rounds_learning_rate():
+    config = TrainConfig(lr=1.0e-3, lr_decay="constant", lr_warmup=4)
+    rates = [round_learning_rate(config, step, 10) for step in range(12)]
+    np.testing.assert_allclose(rates[:5], [2.5e-4, 5e-4, 7.5e-4, 1e-3, 1e-3])
+    assert rates[10] == pytest.approx(2.5e-4)  # the next round's fresh optimiser ramps again
+    assert round_learning_rate(replace(config, lr_warmup=0), 0, 10) == pytest.approx(1e-3)
+    with pytest.raises(ConfigError, match="train.lr_warmup"):
+        TrainConfig(lr_warmup=-1)
+
+
+def test_an_exact_round_fits_every_kuhn_state_and_plays_no_more_games(tmp_path):
+    selfplay = SelfPlayConfig(deals_per_round=8, iterations_per_round=2, memo_prompts=64)
+    root = first_rollouts(tmp_path, selfplay)  # no branch games: exact values need none
+    config = TrainConfig(objective="neurd", neurd_values="exact", reference="previous", steps=4, lr=1.0e-3,
+                         lr_decay="constant", neurd_weighting="counterfactual", neurd_lr=20.0, beta=1.0)
+    summary = train_round(root / "snap0", root / "snap0", root / "roll1", 1, selfplay, config, root / "train1",
+                          progress=False)  # no pool: the later iteration plays no games
+    log = [json.loads(line) for line in (root / "train1" / "train_log.jsonl").read_text().splitlines()]
+    assert summary["steps"] == 8 and all(row["rows"] == len(kt.INFO_SETS) for row in log)
+    first, second = log[0]["exploitability"]["kuhn"], log[4]["exploitability"]["kuhn"]
+    assert set(log[0]["exploitability"]) == {"kuhn"} and first != second
+    assert min(row["loss"] for row in log[:4]) < log[0]["loss"]  # the fit moves towards its targets
