@@ -3,6 +3,7 @@ the learning-rate warm-up, and a round that fits them."""
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from arena.core.config import ConfigError, load_params
 from arena.games import kuhn_theory as kt
 from arena.games import leduc_theory as lt
 from arena.pipeline.params import validate_all
+from arena.pipeline.presets import checked_flags, load_preset
 from arena.train.config import SelfPlayConfig, TrainConfig
 from arena.train.grpo.fullwidth import action_gains, as_table, exploitability, full_width_targets, info_states
 from arena.train.grpo.schedule import round_learning_rate
@@ -112,3 +114,10 @@ def test_an_exact_round_fits_every_kuhn_state_and_plays_no_more_games(tmp_path):
     first, second = log[0]["exploitability"]["kuhn"], log[4]["exploitability"]["kuhn"]
     assert set(log[0]["exploitability"]) == {"kuhn"} and first != second
     assert min(row["loss"] for row in log[:4]) < log[0]["loss"]  # the fit moves towards its targets
+
+
+def test_the_full_width_recipe_validates():
+    preset = Path(__file__).resolve().parents[1] / "presets" / "fullwidth.yaml"
+    assert load_preset(preset)["train.neurd_values"] == "exact"
+    flags = checked_flags(preset, load_params("params.yaml"))
+    assert "-S train.neurd_values=exact" in flags and "-S train.lr_warmup=64" in flags
