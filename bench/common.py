@@ -170,3 +170,12 @@ def render_table(rows: Sequence[dict[str, Any]]) -> str:
                      f"| {rss} |")
     return "\n".join(lines)
 
+
+
+def emit_table(rows: Sequence[str], title: str, settings: Any, out: Path | None) -> None:
+    """Print a study's markdown rows; with ``out``, also write them under a heading of ``title`` and the study's
+    ``settings`` (its argparse namespace)."""
+    print("\n".join(rows))
+    if out:
+        named = {key: str(value) for key, value in vars(settings).items()}
+        atomic_write_text(out, f"# {title} ({named})\n\n" + "\n".join(rows) + "\n")

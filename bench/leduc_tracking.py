@@ -24,6 +24,7 @@ ensure_fast_blas()  # before anything imports mlx
 
 # isort: split
 import numpy as np  # noqa: E402
+from common import emit_table  # noqa: E402
 from leduc_average import snapshot_policies  # noqa: E402
 from leduc_neurd import run  # noqa: E402
 
@@ -54,11 +55,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, help="also write the table to this markdown file")
     args = parser.parse_args(argv)
     rows = table(snapshot_policies(args.run), args)
-    print("\n".join(rows))
-    if args.out:
-        settings = {key: str(value) for key, value in vars(args).items()}
-        args.out.write_text(f"# Leduc: the network against its exact twin, round by round ({settings})\n\n"
-                            + "\n".join(rows) + "\n")
+    emit_table(rows, "Leduc: the network against its exact twin, round by round", args, args.out)
     return 0
 
 

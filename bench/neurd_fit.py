@@ -2,6 +2,7 @@
 
     python bench/neurd_fit.py fit [--model DIR] [--steps 10]          # one target, several optimisers
     python bench/neurd_fit.py run [--model DIR] [--iterations 20]     # a round of full-width targets, and the table
+    python bench/neurd_fit.py steps                                   # both games' exact tables by neurd_lr, no model
 
 The pipeline's NeuRD fit (arena.train.grpo.neurd) has targets only at the prompts an iteration's games visited, and
 bench/leduc_tracking.py shows the network losing to its exact twin below ~0.5. This separates the two suspects,
@@ -33,6 +34,7 @@ ensure_fast_blas()  # before anything imports mlx
 
 # isort: split
 import numpy as np  # noqa: E402
+from common import emit_table  # noqa: E402
 from leduc_neurd import run as table_run  # noqa: E402
 
 from arena.core.config import load_section  # noqa: E402
@@ -145,9 +147,42 @@ def run_round(args: argparse.Namespace) -> list[str]:
     return rows
 
 
+STEPS = (8.0, 10.0, 12.0, 16.0, 20.0)
+
+
+def kuhn_table(lr: float, beta: float, weight: str, rounds: int, iterations: int) -> list[float]:
+    """Kuhn's exact full-width NeuRD from uniform (the pipeline's own targets), exploitability at each round's end."""
+    from arena.train.grpo.fullwidth import as_table, full_width_targets, info_states
+    from arena.train.grpo.fullwidth import exploitability as exact
+
+    config = TrainConfig(objective="neurd", neurd_values="exact", beta=beta,
+                         neurd_weighting="onpolicy" if weight == "visits" else "counterfactual")
+    current = magnet = [np.full(len(cols), -np.log(len(cols))) for cols in info_states("kuhn").columns]
+    out = []
+    for step in range(rounds * iterations):
+        if step % iterations == 0:
+            magnet = current
+        current = [target for target, _ in full_width_targets("kuhn", current, magnet, lr, config)]
+        if (step + 1) % iterations == 0:
+            out.append(exact("kuhn", as_table("kuhn", current)))
+    return out
+
+
+def step_table(args: argparse.Namespace) -> list[str]:
+    """``steps``' rows: per ``neurd_lr`` of STEPS, each game's exact table by round (8 rounds of ``--iterations``)."""
+    rounds, rows = 8, ["| neurd_lr | game | " + " | ".join(f"r{n}" for n in range(1, 9)) + " |", "|---" * 10 + "|"]
+    ends = tuple(args.iterations * n for n in range(1, rounds + 1))
+    for lr in STEPS:
+        leduc = table_run(ends[-1], lr / 2, args.beta, args.iterations, args.weight, ends)
+        for game, curve in (("kuhn", kuhn_table(lr, args.beta, args.weight, rounds, args.iterations)),
+                            ("leduc", [leduc[n] for n in ends])):
+            rows.append(f"| {lr:g} | {game} | " + " | ".join(f"{v:.3f}" for v in curve) + " |")
+    return rows
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=["fit", "run"])
+    parser.add_argument("mode", choices=["fit", "run", "steps"])
     parser.add_argument("--model", type=Path, default=Path("artifacts/models/base"))
     parser.add_argument("--steps", type=int, default=10, help="fit: the steps each optimiser takes")
     parser.add_argument("--iterations", type=int, default=20, help="run: a round's iterations")
@@ -160,12 +195,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--warmup", type=int, default=0, help="run: ramp the Adam lr linearly over this many steps")
     parser.add_argument("--out", type=Path, help="also write the table to this markdown file")
     args = parser.parse_args(argv)
-    rows = fit_table(args) if args.mode == "fit" else run_round(args)
-    print("\n".join(rows))
-    if args.out:
-        settings = {key: str(value) for key, value in vars(args).items()}
-        args.out.write_text(f"# Leduc: full-width exact NeuRD targets fitted into the network ({settings})\n\n"
-                            + "\n".join(rows) + "\n")
+    rows = {"fit": fit_table, "run": run_round, "steps": step_table}[args.mode](args)
+    emit_table(rows, "Leduc: full-width exact NeuRD targets fitted into the network", args, args.out)
     return 0
 
 

@@ -300,3 +300,12 @@ def test_neurd_fit_targets_are_the_exact_tables_step_at_every_information_state(
         table = run(1, 1.0, 1.0, 0, weight, (1,))  # the table's step is half the network's neurd_lr
         assert lt.exploitability(as_sigma(target)) == pytest.approx(table[1], abs=1e-9)
         assert mean_kl(target, current) > 1e-6 and mean_kl(current, current) == 0.0
+
+
+def test_neurd_fit_kuhn_table_learns_under_the_pipelines_own_targets():
+    from neurd_fit import kuhn_table
+
+    from arena.games import kuhn_theory as kt
+
+    curve = kuhn_table(8.0, 1.0, "counterfactual", 3, 20)
+    assert len(curve) == 3 and curve[2] < curve[0] < kt.exploitability(kt.uniform_policy())
