@@ -39,12 +39,13 @@ from leduc_neurd import run as table_run  # noqa: E402
 
 from arena.core.config import load_section  # noqa: E402
 from arena.games import leduc_theory as lt  # noqa: E402
-from arena.games.leduc_cfr import action_gains  # noqa: E402
 from arena.players.config import MLXPlayerConfig  # noqa: E402
 from arena.players.mlx import MLXPlayer  # noqa: E402
-from arena.players.policy import LEDUC_NAMES, leduc_canonical_observations  # noqa: E402
+from arena.players.policy import leduc_canonical_observations  # noqa: E402
 from arena.train.config import TrainConfig  # noqa: E402
-from arena.train.grpo.neurd import NeuRDFit, Targets, all_action_logp, neurd_target  # noqa: E402
+from arena.train.grpo.fullwidth import as_table, full_width_targets  # noqa: E402
+from arena.train.grpo.fullwidth import exploitability as exact  # noqa: E402
+from arena.train.grpo.neurd import NeuRDFit, Targets, all_action_logp  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET = (65536, "train.max_batch_tokens")
@@ -53,27 +54,21 @@ OPTIMISERS = (("adam", 1e-5), ("adam", 3e-5), ("adam", 1e-4), ("adam", 3e-4), ("
               ("sgd", 1e-3), ("sgd", 3e-3), ("sgd", 1e-2))
 
 
-def columns() -> list[list[int]]:
-    """Per canonical observation, the table column (fold, call, raise) of each of its legal actions, in order."""
-    return [[lt.ACTION_NAMES.index(LEDUC_NAMES[a]) for a in o.legal_actions]
-            for o in leduc_canonical_observations().values()]
+def exact_config(beta: float, weight: str) -> TrainConfig:
+    """The pipeline's exact-target config for ``--beta`` and ``--weight`` (visits is the onpolicy weighting)."""
+    return TrainConfig(objective="neurd", neurd_values="exact", beta=beta,
+                       neurd_weighting="onpolicy" if weight == "visits" else "counterfactual")
+
+
+def exact_targets(current: list[np.ndarray], magnet: list[np.ndarray], lr: float,
+                  config: TrainConfig) -> list[np.ndarray]:
+    """Every Leduc information state's NeuRD target: the pipeline's own full-width targets."""
+    return [target for target, _ in full_width_targets("leduc", current, magnet, lr, config)]
 
 
 def as_sigma(logp: list[np.ndarray]) -> np.ndarray:
-    """The [936, 3] policy array of per-observation log-policies."""
-    sigma = np.zeros((len(logp), 3))
-    for row, (values, cols) in enumerate(zip(logp, columns(), strict=True)):
-        sigma[row, cols] = np.exp(values)
-    return sigma
-
-
-def exact_targets(current: list[np.ndarray], magnet: list[np.ndarray], lr: float, beta: float,
-                  weight: str) -> list[np.ndarray]:
-    """Every information state's NeuRD target, from the exact action values of the policy ``current``."""
-    both = [action_gains(as_sigma(current), player, on_policy=weight == "visits") for player in (0, 1)]
-    gains, totals = both[0][0] + both[1][0], both[0][1] + both[1][1]
-    return [neurd_target(old, rho, gains[row, cols] / 2, totals[row] / 2, lr, beta, 6.0)[0]
-            for row, (old, rho, cols) in enumerate(zip(current, magnet, columns(), strict=True))]
+    """The [936, 3] Leduc policy array of per-observation log-policies."""
+    return as_table("leduc", logp)
 
 
 def mean_kl(target: list[np.ndarray], logp: list[np.ndarray]) -> float:
@@ -95,7 +90,7 @@ def fit_once(model: Path, kind: str, lr: float, steps: int, args: argparse.Names
         fit.optimizer = optim.SGD(learning_rate=lr)
     observations = list(leduc_canonical_observations().values())
     current = all_action_logp(policy, observations, 1.0, *BUDGET)
-    target = exact_targets(current, current, args.neurd_lr, args.beta, args.weight)
+    target = exact_targets(current, current, args.neurd_lr, exact_config(args.beta, args.weight))
     targets, every = Targets(observations, target, np.zeros(len(target), np.int64), 0.0), np.arange(len(target))
     start, kls = time.perf_counter(), [fit(targets, every, lr)["kl"] for _ in range(steps)]  # each: KL before it
     fitted = all_action_logp(policy, observations, 1.0, *BUDGET)
@@ -133,7 +128,7 @@ def run_round(args: argparse.Namespace) -> list[str]:
     for n in range(total):
         if n % args.iterations == 0:  # a round: the magnet moves to its start, and its fit starts a fresh Adam
             magnet, fit, step = current, NeuRDFit(policy, config, 1.0), 0
-        target = exact_targets(current, magnet, args.neurd_lr, args.beta, args.weight)
+        target = exact_targets(current, magnet, args.neurd_lr, exact_config(args.beta, args.weight))
         targets = Targets(observations, target, np.zeros(len(target), np.int64), 0.0)
         for _ in range(config.steps):
             picked = np.sort(rng.choice(len(target), size=min(config.batch_size, len(target)), replace=False))
@@ -152,11 +147,9 @@ STEPS = (8.0, 10.0, 12.0, 16.0, 20.0)
 
 def kuhn_table(lr: float, beta: float, weight: str, rounds: int, iterations: int) -> list[float]:
     """Kuhn's exact full-width NeuRD from uniform (the pipeline's own targets), exploitability at each round's end."""
-    from arena.train.grpo.fullwidth import as_table, full_width_targets, info_states
-    from arena.train.grpo.fullwidth import exploitability as exact
+    from arena.train.grpo.fullwidth import info_states
 
-    config = TrainConfig(objective="neurd", neurd_values="exact", beta=beta,
-                         neurd_weighting="onpolicy" if weight == "visits" else "counterfactual")
+    config = exact_config(beta, weight)
     current = magnet = [np.full(len(cols), -np.log(len(cols))) for cols in info_states("kuhn").columns]
     out = []
     for step in range(rounds * iterations):

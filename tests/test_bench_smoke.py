@@ -288,15 +288,16 @@ def test_leduc_tracking_starts_each_round_from_the_snapshot_with_the_runs_decaye
 def test_neurd_fit_targets_are_the_exact_tables_step_at_every_information_state():
     import numpy as np
     from leduc_neurd import run
-    from neurd_fit import as_sigma, columns, exact_targets, mean_kl
+    from neurd_fit import as_sigma, exact_config, exact_targets, mean_kl
 
     from arena.games import leduc_theory as lt
+    from arena.train.grpo.fullwidth import info_states
 
     uniform = lt.uniform_array()
-    current = [np.log(uniform[row, cols]) for row, cols in enumerate(columns())]
+    current = [np.log(uniform[row, list(cols)]) for row, cols in enumerate(info_states("leduc").columns)]
     np.testing.assert_allclose(as_sigma(current), uniform)  # the canonical prompts are in the table's row order
     for weight in ("counterfactual", "visits"):
-        target = exact_targets(current, current, 2.0, 1.0, weight)
+        target = exact_targets(current, current, 2.0, exact_config(1.0, weight))
         table = run(1, 1.0, 1.0, 0, weight, (1,))  # the table's step is half the network's neurd_lr
         assert lt.exploitability(as_sigma(target)) == pytest.approx(table[1], abs=1e-9)
         assert mean_kl(target, current) > 1e-6 and mean_kl(current, current) == 0.0
