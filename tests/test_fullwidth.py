@@ -1,8 +1,9 @@
-"""Full-width NeuRD (train.neurd_values: exact): Kuhn's exact action gains, every state's targets, the config checks,
-the learning-rate warm-up, and a round that fits them."""
+"""Full-width NeuRD (train.neurd_values: exact): Kuhn's and TicTacToe's exact action gains, every state's targets, the
+config checks, the learning-rate warm-up, and a round that fits them."""
 
 import json
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ from tinyround import first_rollouts
 from arena.core.config import ConfigError, load_params
 from arena.games import kuhn_theory as kt
 from arena.games import leduc_theory as lt
+from arena.games import tictactoe_theory as tt
 from arena.pipeline.params import validate_all
 from arena.pipeline.presets import checked_flags, load_preset
 from arena.train.config import SelfPlayConfig, TrainConfig
@@ -50,11 +52,86 @@ def test_info_states_are_the_theorys_rows_with_the_aggressive_action_in_column_o
     leduc = info_states("leduc")
     assert [o.info_set for o in leduc.observations] == list(lt.info_states()) and leduc.width == 3
     np.testing.assert_allclose(as_table("leduc", _uniform_logp("leduc")), lt.uniform_array())
-    with pytest.raises(ValueError, match="'tictactoe'.*neurd_values: sampled"):
-        info_states("tictactoe")
+    ttt = info_states("tictactoe")
+    assert len(ttt.observations) == len(tt.positions()) == 4520 and ttt.width == 9
+    np.testing.assert_allclose(as_table("tictactoe", _uniform_logp("tictactoe")), tt.uniform_table())
+    boards = [o.state["board"] for o in ttt.observations[:2]]
+    assert boards[0] == [""] * 9 and boards[1] == list(tt.positions()[1][0])  # each prompt is its row's position
+    with pytest.raises(ValueError, match="'nim'.*neurd_values: sampled"):
+        info_states("nim")
 
 
-@pytest.mark.parametrize("game", ["kuhn", "leduc"])
+def _oracle_table():
+    """Uniform over the minimax-optimal (value-keeping) cells at every position: a subgame-perfect equilibrium."""
+    table = np.zeros((len(tt.positions()), 9))
+    for row, (board, mark) in enumerate(tt.positions()):
+        cells = tt.optimal_cells(board, mark)
+        table[row, list(cells)] = 1.0 / len(cells)
+    return table
+
+
+def _best_response_by_search(table, responder):
+    """A best response's value for ``responder`` against ``table``, by a plain search over boards."""
+    rows = {position: row for row, position in enumerate(tt.positions())}
+
+    @cache
+    def value(board, mark):  # for the mover
+        moves = {}
+        for cell in (c for c in range(9) if not board[c]):
+            after = tt.child(board, cell, mark)
+            won, full = tt.ttt_winner(after) == mark, all(after)
+            moves[cell] = 1.0 if won else 0.0 if full else -value(after, tt.other(mark))
+        if mark == responder:
+            return max(moves.values())
+        return sum(table[rows[(board, mark)], cell] * v for cell, v in moves.items())
+
+    root = value(("",) * 9, "O")
+    return root if responder == "O" else -root
+
+
+def test_tictactoe_gains_average_to_zero_and_vanish_at_the_minimax_policy():
+    rng = np.random.default_rng(0)
+    table = tt.uniform_table() * rng.uniform(0.2, 1.0, size=(len(tt.positions()), 9))
+    table /= table.sum(axis=1, keepdims=True)
+    for on_policy in (False, True):
+        gains, totals = tt.action_gains(table, on_policy)
+        np.testing.assert_allclose((table * gains).sum(axis=1), 0.0, atol=1e-12)
+        assert totals.min() > 0 and np.abs(gains).max() > 1e-3
+    uniform = tt.uniform_table()
+    _, counterfactual = tt.action_gains(uniform)
+    _, on_policy = tt.action_gains(uniform, on_policy=True)
+    # After O's first mark X's reach counts O's move (1/9); after X's reply O's counts X's alone (1/8).
+    assert counterfactual[1] == pytest.approx(1 / 9) and counterfactual[10] == pytest.approx(1 / 8)
+    assert on_policy[10] == pytest.approx(1 / 72) and tt.positions()[10][0].count("") == 7
+    gains, _ = tt.action_gains(_oracle_table())
+    assert gains.max() < 1e-12 and abs(tt.exploitability(_oracle_table())) < 1e-12
+
+
+def test_tictactoe_exploitability_is_the_searched_best_responses_mean():
+    rng = np.random.default_rng(1)
+    table = tt.uniform_table() * rng.uniform(0.05, 1.0, size=(len(tt.positions()), 9))
+    table /= table.sum(axis=1, keepdims=True)
+    for policy in (tt.uniform_table(), table):
+        searched = (_best_response_by_search(policy, "O") + _best_response_by_search(policy, "X")) / 2
+        assert tt.exploitability(policy) == pytest.approx(searched, abs=1e-12) and searched > 0.5
+
+
+def test_full_width_steps_take_tictactoe_under_one_percent_from_both_seats():
+    """The exact table under the pipeline's own targets (counterfactual, neurd_lr 16, clip 12): 8 rounds of 20."""
+    config = TrainConfig(objective="neurd", neurd_values="exact", neurd_weighting="counterfactual", beta=1.0,
+                         neurd_clip=12.0)
+    current = _uniform_logp("tictactoe")
+    for step in range(160):
+        if step % 20 == 0:
+            magnet = current
+        current = [target for target, _ in full_width_targets("tictactoe", current, magnet, 16.0, config)]
+    table = as_table("tictactoe", current)
+    policy = tt.table_policy(table)
+    assert tt.exploitability(table) < 0.01
+    assert max(tt.loss_probability(policy, 0), tt.loss_probability(policy, 1)) < 0.01
+
+
+@pytest.mark.parametrize("game", ["kuhn", "leduc", "tictactoe"])
 @pytest.mark.parametrize("weighting", ["onpolicy", "counterfactual"])
 def test_one_full_width_step_from_uniform_is_less_exploitable(game, weighting):
     config = TrainConfig(objective="neurd", neurd_values="exact", neurd_weighting=weighting, beta=1.0)
@@ -85,8 +162,8 @@ def test_exact_values_need_neurd_and_games_with_exact_theory():
     params = load_params("params.yaml")
     exact = {**params, "train": {**params["train"], "neurd_values": "exact"}}
     validate_all(exact)  # the default's games, Kuhn and Leduc, both have exact theory
-    mixed = {**exact, "selfplay": {**exact["selfplay"], "mix": [{"id": "tictactoe", "deals": 16}]}}
-    with pytest.raises(ConfigError, match=r"\['kuhn', 'tictactoe'\]; drop \['tictactoe'\]"):
+    mixed = {**exact, "selfplay": {**exact["selfplay"], "mix": [{"id": "nim", "deals": 16}]}}
+    with pytest.raises(ConfigError, match=r"\['kuhn', 'nim'\]; drop \['nim'\]"):
         validate_all(mixed)
     with pytest.raises(ConfigError, match="loop is 'rest'"):
         validate_all({**exact, "loop": "rest"})
@@ -116,8 +193,9 @@ def test_an_exact_round_fits_every_kuhn_state_and_plays_no_more_games(tmp_path):
     assert min(row["loss"] for row in log[:4]) < log[0]["loss"]  # the fit moves towards its targets
 
 
-def test_the_full_width_recipe_validates():
-    preset = Path(__file__).resolve().parents[1] / "presets" / "fullwidth.yaml"
+@pytest.mark.parametrize("name", ["fullwidth", "tictactoe-fullwidth"])
+def test_the_full_width_recipes_validate(name):
+    preset = Path(__file__).resolve().parents[1] / "presets" / f"{name}.yaml"
     assert load_preset(preset)["train.neurd_values"] == "exact"
     flags = checked_flags(preset, load_params("params.yaml"))
     assert "-S train.neurd_values=exact" in flags and "-S train.lr_warmup=64" in flags

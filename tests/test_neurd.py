@@ -147,6 +147,17 @@ def test_neurd_clip_caps_one_action_at_the_logit_gap(actions, clip):
     assert cut and np.exp(target[0]) == pytest.approx(1.0 / (1.0 + (actions - 1) * np.exp(-clip)))
 
 
+def test_neurd_clip_never_ties_the_best_action_with_a_worse_one():
+    """Two actions far above the rest stay ordered; only the rest are floored, ``clip`` below the largest."""
+    uniform = np.log(np.full(6, 1.0 / 6))
+    target, cut = neurd_target(uniform, uniform, np.array([20.0, 10.0, 0.0, -30.0, -30.0, -30.0]), 1.0, 1.0, 0.0, 6.0)
+    assert cut and target[0] - target[1] == pytest.approx(6.0) and target[0] == target.max()
+    np.testing.assert_allclose(target[1:] - target[0], -6.0)
+    kept, cut = neurd_target(uniform, uniform, np.array([2.0, 1.0, 0.0, -1.0, -1.0, -1.0]), 1.0, 1.0, 0.0, 6.0)
+    np.testing.assert_allclose(kept - kept[0], [0.0, -1.0, -2.0, -3.0, -3.0, -3.0])
+    assert not cut
+
+
 def test_visit_sums_centre_each_visit_and_weight_it():
     keys = ["a", "a", "b", "a"]
     values = [np.array([1.0, -1.0]), np.array([0.0, 0.0]), np.array([0.0, 2.0, 1.0]), np.array([3.0, 1.0])]

@@ -7,6 +7,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 
+import numpy as np
+
 # Player 0 is 'O' and moves first, player 1 is 'X' (TextArena's TicTacToe-v0).
 MARKS = ("O", "X")
 Board = tuple[str, ...]
@@ -118,3 +120,90 @@ def optimal_mass(policy: TTTPolicy, positions: Sequence[tuple[Board, str]]) -> f
     masses = [sum(policy(board, mark).get(cell, 0.0) for cell in optimal_cells(board, mark))
               for board, mark in positions]
     return math.fsum(masses) / len(masses)
+
+
+@cache
+def positions() -> tuple[tuple[Board, str], ...]:
+    """``reachable_positions`` as a tuple: the rows of a policy table (fewest marks first, so a child's row follows
+    its parent's)."""
+    return tuple(reachable_positions())
+
+
+@cache
+def _tree() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row and cell: whether the cell is legal, the child's row (-1 where the move ends the game), and the
+    mover's reward where it does (1 a win, 0 a draw); and each row's number of marks (its depth)."""
+    rows = {position: row for row, position in enumerate(positions())}
+    legal, children, reward = np.zeros((len(rows), 9), bool), np.full((len(rows), 9), -1), np.zeros((len(rows), 9))
+    for row, (board, mark) in enumerate(positions()):
+        for cell in (c for c in range(9) if not board[c]):
+            after = child(board, cell, mark)
+            legal[row, cell] = True
+            reward[row, cell] = float(ttt_winner(after) == mark)
+            if not ttt_winner(after) and not all(after):
+                children[row, cell] = rows[(after, other(mark))]
+    depth = np.array([9 - board.count("") for board, _ in positions()])
+    return legal, children, reward, depth
+
+
+def uniform_table() -> np.ndarray:
+    """The [positions, 9] table of the uniform policy over each position's empty cells."""
+    legal = _tree()[0]
+    return legal / legal.sum(axis=1, keepdims=True)
+
+
+def _action_values(table: np.ndarray, responder: str = "") -> tuple[np.ndarray, np.ndarray]:
+    """Per row: each cell's value Q and the position's value V, both for the mover, when both seats play ``table``
+    except ``responder``'s mark, which plays a best response (V is then its maximum Q)."""
+    legal, children, reward, depth = _tree()
+    q, v = np.zeros(table.shape), np.zeros(len(table))
+    marks = np.array([mark for _, mark in positions()])
+    for level in range(8, -1, -1):  # a child is one mark deeper, so its value is known
+        rows = np.flatnonzero(depth == level)
+        q[rows] = np.where(children[rows] >= 0, -v[np.maximum(children[rows], 0)], reward[rows])
+        best = np.where(legal[rows], q[rows], -np.inf).max(axis=1)
+        v[rows] = np.where(marks[rows] == responder, best, (table[rows] * q[rows]).sum(axis=1))
+    return q, v
+
+
+def _reaches(table: np.ndarray) -> np.ndarray:
+    """Per row: the summed probability of its paths from the empty board counting O's moves only, X's only, and
+    both (columns 0, 1, 2): the first two are the counterfactual reaches of X and of O."""
+    _, children, _, depth = _tree()
+    reach = np.zeros((len(table), 3))
+    reach[0] = 1.0
+    movers = np.array([MARKS.index(mark) for _, mark in positions()])
+    for level in range(9):
+        rows = np.flatnonzero(depth == level)
+        for cell in range(9):
+            moved = rows[children[rows, cell] >= 0]
+            p = table[moved, cell][:, None]
+            factor = np.where(np.arange(3)[None, :] == 1 - movers[moved][:, None], 1.0, p)
+            np.add.at(reach, children[moved, cell], reach[moved] * factor)
+    return reach
+
+
+def action_gains(table: np.ndarray, on_policy: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Self-play of ``table``: per position and cell, the mover's Q(a) - V weighted by the opponent's reach and,
+    where ``on_policy``, by the mover's own too (the position's probability in self-play); and each position's
+    weight. Zero at filled cells. ``leduc_cfr.action_gains``, for TicTacToe (no chance, every position a state)."""
+    legal = _tree()[0]
+    q, v = _action_values(table)
+    reach = _reaches(table)
+    movers = np.array([MARKS.index(mark) for _, mark in positions()])
+    weight = reach[:, 2] if on_policy else reach[np.arange(len(table)), 1 - movers]
+    return np.where(legal, (q - v[:, None]) * weight[:, None], 0.0), weight
+
+
+def exploitability(table: np.ndarray) -> float:
+    """NashConv / 2 of ``table``: the mean over seats of a best response's value against it (the game's value is
+    a draw, 0)."""
+    first = _action_values(table, "O")[1][0]
+    second = -_action_values(table, "X")[1][0]
+    return (first + second) / 2
+
+
+def table_policy(table: np.ndarray) -> TTTPolicy:
+    """``table`` as a TTTPolicy (for ``loss_probability`` and ``optimal_mass``)."""
+    rows = {position: row for row, position in enumerate(positions())}
+    return lambda board, mark: {cell: float(table[rows[(board, mark)], cell]) for cell in range(9) if not board[cell]}

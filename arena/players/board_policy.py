@@ -17,7 +17,8 @@ from arena.games.tictactoe_theory import MARKS, Board, reachable_positions
 from arena.players.mlx import MLXPlayer
 
 
-def _cell(action: str) -> int:
+def cell_of(action: str) -> int:
+    """The cell a TicTacToe action ('[4]') marks."""
     return int(action[1:-1])
 
 
@@ -45,7 +46,7 @@ def ttt_model_policy(player: MLXPlayer) -> dict[tuple[Board, str], dict[int, flo
     """{(board, mark): {cell: probability}} at every reachable position."""
     observations = ttt_observations()
     probabilities = player.policy(list(observations.values()))
-    return {key: {_cell(a): float(p) for a, p in zip(obs.legal_actions, probs, strict=True)}
+    return {key: {cell_of(a): float(p) for a, p in zip(obs.legal_actions, probs, strict=True)}
             for (key, obs), probs in zip(observations.items(), probabilities, strict=True)}
 
 

@@ -16,9 +16,10 @@ from functools import cache
 
 import numpy as np
 
-from arena.games import kuhn_theory, leduc_theory
+from arena.games import kuhn_theory, leduc_theory, tictactoe_theory
 from arena.games.base import Observation
 from arena.games.leduc_cfr import action_gains as leduc_gains
+from arena.players.board_policy import cell_of, ttt_observations
 from arena.players.policy import (
     AGGRESSIVE,
     LEDUC_NAMES,
@@ -51,6 +52,9 @@ def info_states(game: str) -> InfoStates:
         return InfoStates(observations, tuple(tuple(leduc_theory.ACTION_NAMES.index(LEDUC_NAMES[a])
                                                     for a in o.legal_actions) for o in observations),
                           len(leduc_theory.ACTION_NAMES))
+    if game == "tictactoe":  # every reachable position, in tictactoe_theory.positions() order; the columns are cells
+        observations = tuple(ttt_observations().values())
+        return InfoStates(observations, tuple(tuple(cell_of(a) for a in o.legal_actions) for o in observations), 9)
     raise ValueError(f"train.neurd_values: exact needs a game with exact theory ({', '.join(FULL_WIDTH_GAMES)}), "
                      f"got {game!r}; use train.neurd_values: sampled for it")
 
@@ -69,6 +73,8 @@ def action_gains(game: str, table: np.ndarray, on_policy: bool) -> tuple[np.ndar
     seats' states), and each state's total weight."""
     if game == "kuhn":
         return kuhn_theory.action_gains(kuhn_theory.policy_from_array(table[:, 1]), on_policy)
+    if game == "tictactoe":
+        return tictactoe_theory.action_gains(table, on_policy)
     both = [leduc_gains(table, player, on_policy) for player in (0, 1)]
     return both[0][0] + both[1][0], both[0][1] + both[1][1]
 
@@ -77,6 +83,8 @@ def exploitability(game: str, table: np.ndarray) -> float:
     """The exact exploitability (NashConv / 2) of the policy ``table``."""
     if game == "kuhn":
         return kuhn_theory.exploitability(kuhn_theory.policy_from_array(table[:, 1]))
+    if game == "tictactoe":
+        return tictactoe_theory.exploitability(table)
     return leduc_theory.exploitability(table)
 
 

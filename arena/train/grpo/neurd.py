@@ -32,15 +32,18 @@ def neurd_target(logp_old: np.ndarray, logp_magnet: np.ndarray, value_sum: np.nd
     """One prompt's target log-policy, and whether the logit threshold cut it.
 
     ``value_sum`` is the visit-weighted sum of each visit's centred action values (q(a) - mean q), ``weight_sum``
-    the visits' total weight. The logits move by lr x (value_sum - beta x weight_sum x (pi_old - rho)); centred
-    logits stay within +-clip / 2 (two actions: a logit gap of at most ``clip``, NeuRD's threshold).
+    the visits' total weight. The logits move by lr x (value_sum - beta x weight_sum x (pi_old - rho)); every
+    logit stays within ``clip`` of the largest (NeuRD's threshold, as a logit gap).
     """
+    # The threshold floors the others below the largest logit rather than boxing centred logits: a box pins every
+    # action that reaches its ceiling to one value, which tied a forced TicTacToe block with a losing move at 0.5
+    # each for good (bench/results/tictactoe_fullwidth.md). For two actions both rules are the same, bit for bit.
     pull = np.exp(logp_old) - np.exp(logp_magnet)
     logits = logp_old + lr * (value_sum - beta * weight_sum * pull)
     centred = logits - logits.mean()
-    clipped = np.clip(centred, -clip / 2, clip / 2)
-    shifted = clipped - clipped.max()
-    return shifted - np.log(np.exp(shifted).sum()), bool((clipped != centred).any())
+    shifted = centred - centred.max()
+    floored = np.maximum(shifted, -clip)
+    return floored - np.log(np.exp(floored).sum()), bool((floored != shifted).any())
 
 
 def visit_sums(keys: Sequence[Any], values: Sequence[np.ndarray], weights: np.ndarray
