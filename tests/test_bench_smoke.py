@@ -310,3 +310,13 @@ def test_neurd_fit_kuhn_table_learns_under_the_pipelines_own_targets():
 
     curve = kuhn_table(8.0, 1.0, "counterfactual", 3, 20)
     assert len(curve) == 3 and curve[2] < curve[0] < kt.exploitability(kt.uniform_policy())
+
+
+def test_tictactoe_table_steps_the_pipelines_targets_and_measures_both_seats():
+    from tictactoe_table import measures, run, start_policy
+
+    start = start_policy(None)
+    first = measures(start)
+    curve = run(start, 16.0, 12.0, "counterfactual", 1, 4)
+    assert len(curve) == 1 and curve[0][0] < first[0]  # exploitability falls in one short round
+    assert all(0.0 <= p <= 1.0 for p in (*first[1:], *curve[0][1:])) and first[0] == pytest.approx(0.95983, abs=1e-5)

@@ -68,6 +68,8 @@ def test_a_models_tictactoe_measures_are_probabilities(base_model_dir):
     ttt = exact_metrics(MLXPlayer(base_model_dir), "tictactoe")
     assert 0.0 <= ttt["optimal_move_mass"] <= 1.0 and set(ttt["loss_vs_minimax"]) == {"seat0", "seat1"}
     assert all(0.0 <= p <= 1.0 for p in ttt["loss_vs_minimax"].values())
+    # A best response wins at least what the minimax oracle (one response that never loses) wins from each seat.
+    assert sum(ttt["loss_vs_minimax"].values()) / 2 <= ttt["exploitability"] <= 1.0
 
 
 def test_a_models_nim_measures_are_probabilities_and_deterministic(base_model_dir):

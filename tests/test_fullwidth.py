@@ -114,6 +114,7 @@ def test_tictactoe_exploitability_is_the_searched_best_responses_mean():
     for policy in (tt.uniform_table(), table):
         searched = (_best_response_by_search(policy, "O") + _best_response_by_search(policy, "X")) / 2
         assert tt.exploitability(policy) == pytest.approx(searched, abs=1e-12) and searched > 0.5
+        np.testing.assert_array_equal(tt.policy_table(tt.table_policy(policy)), policy)
 
 
 def test_full_width_steps_take_tictactoe_under_one_percent_from_both_seats():

@@ -1,8 +1,8 @@
 """Exact skill measures of a model's policy, per game with exact theory, computed over every position they need.
 
 Kuhn and Leduc: exploitability (NashConv / 2) of the policy at every information state. TicTacToe: the mass the
-policy puts on minimax-optimal moves over every reachable position, and its exact probability of losing to the
-minimax oracle from each seat. Nim: the mass on winning moves over a family of pile configurations, split into
+policy puts on minimax-optimal moves over every reachable position, its exact probability of losing to the
+minimax oracle from each seat, and its exploitability (what a best response wins against it, the mean of both seats). Nim: the mass on winning moves over a family of pile configurations, split into
 those a game from the variant's start can reach and those it never sees (generalisation).
 """
 
@@ -39,6 +39,7 @@ def _tictactoe(player: MLXPlayer, variant: Mapping[str, Any]) -> dict[str, Any]:
         "optimal_move_mass": round(tictactoe_theory.optimal_mass(policy, list(table)), 6),
         "loss_vs_minimax": {f"seat{seat}": round(tictactoe_theory.loss_probability(policy, seat), 6)
                             for seat in (0, 1)},
+        "exploitability": round(tictactoe_theory.exploitability(tictactoe_theory.policy_table(policy)), 6),
     }
 
 

@@ -203,6 +203,15 @@ def exploitability(table: np.ndarray) -> float:
     return (first + second) / 2
 
 
+def policy_table(policy: TTTPolicy) -> np.ndarray:
+    """``policy`` at every reachable position as a [positions, 9] table (``exploitability``'s input)."""
+    table = np.zeros((len(positions()), 9))
+    for row, (board, mark) in enumerate(positions()):
+        for cell, probability in policy(board, mark).items():
+            table[row, cell] = probability
+    return table
+
+
 def table_policy(table: np.ndarray) -> TTTPolicy:
     """``table`` as a TTTPolicy (for ``loss_probability`` and ``optimal_mass``)."""
     rows = {position: row for row, position in enumerate(positions())}
