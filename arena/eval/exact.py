@@ -2,8 +2,9 @@
 
 Kuhn and Leduc: exploitability (NashConv / 2) of the policy at every information state. TicTacToe: the mass the
 policy puts on minimax-optimal moves over every reachable position, its exact probability of losing to the
-minimax oracle from each seat, and its exploitability (what a best response wins against it, the mean of both seats). Nim: the mass on winning moves over a family of pile configurations, split into
-those a game from the variant's start can reach and those it never sees (generalisation).
+minimax oracle from each seat, and its exploitability (a best response's winnings, the mean over both seats). Nim:
+the mass on winning moves over a family of pile configurations, split into those a game from the variant's start
+can reach and those it never sees (generalisation).
 """
 
 from __future__ import annotations

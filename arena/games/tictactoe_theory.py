@@ -130,9 +130,10 @@ def positions() -> tuple[tuple[Board, str], ...]:
 
 
 @cache
-def _tree() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _tree() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per row and cell: whether the cell is legal, the child's row (-1 where the move ends the game), and the
-    mover's reward where it does (1 a win, 0 a draw); and each row's number of marks (its depth)."""
+    mover's reward where it does (1 a win, 0 a draw); and per row its number of marks (its depth) and its mover's
+    seat (0 for O, 1 for X)."""
     rows = {position: row for row, position in enumerate(positions())}
     legal, children, reward = np.zeros((len(rows), 9), bool), np.full((len(rows), 9), -1), np.zeros((len(rows), 9))
     for row, (board, mark) in enumerate(positions()):
@@ -143,7 +144,8 @@ def _tree() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
             if not ttt_winner(after) and not all(after):
                 children[row, cell] = rows[(after, other(mark))]
     depth = np.array([9 - board.count("") for board, _ in positions()])
-    return legal, children, reward, depth
+    movers = np.array([MARKS.index(mark) for _, mark in positions()])
+    return legal, children, reward, depth, movers
 
 
 def uniform_table() -> np.ndarray:
@@ -152,27 +154,25 @@ def uniform_table() -> np.ndarray:
     return legal / legal.sum(axis=1, keepdims=True)
 
 
-def _action_values(table: np.ndarray, responder: str = "") -> tuple[np.ndarray, np.ndarray]:
+def _action_values(table: np.ndarray, responder: int = -1) -> tuple[np.ndarray, np.ndarray]:
     """Per row: each cell's value Q and the position's value V, both for the mover, when both seats play ``table``
-    except ``responder``'s mark, which plays a best response (V is then its maximum Q)."""
-    legal, children, reward, depth = _tree()
+    except seat ``responder``, which plays a best response (V is then its maximum Q)."""
+    legal, children, reward, depth, movers = _tree()
     q, v = np.zeros(table.shape), np.zeros(len(table))
-    marks = np.array([mark for _, mark in positions()])
     for level in range(8, -1, -1):  # a child is one mark deeper, so its value is known
         rows = np.flatnonzero(depth == level)
         q[rows] = np.where(children[rows] >= 0, -v[np.maximum(children[rows], 0)], reward[rows])
         best = np.where(legal[rows], q[rows], -np.inf).max(axis=1)
-        v[rows] = np.where(marks[rows] == responder, best, (table[rows] * q[rows]).sum(axis=1))
+        v[rows] = np.where(movers[rows] == responder, best, (table[rows] * q[rows]).sum(axis=1))
     return q, v
 
 
 def _reaches(table: np.ndarray) -> np.ndarray:
     """Per row: the summed probability of its paths from the empty board counting O's moves only, X's only, and
     both (columns 0, 1, 2): the first two are the counterfactual reaches of X and of O."""
-    _, children, _, depth = _tree()
+    _, children, _, depth, movers = _tree()
     reach = np.zeros((len(table), 3))
     reach[0] = 1.0
-    movers = np.array([MARKS.index(mark) for _, mark in positions()])
     for level in range(9):
         rows = np.flatnonzero(depth == level)
         for cell in range(9):
@@ -187,10 +187,9 @@ def action_gains(table: np.ndarray, on_policy: bool = False) -> tuple[np.ndarray
     """Self-play of ``table``: per position and cell, the mover's Q(a) - V weighted by the opponent's reach and,
     where ``on_policy``, by the mover's own too (the position's probability in self-play); and each position's
     weight. Zero at filled cells. ``leduc_cfr.action_gains``, for TicTacToe (no chance, every position a state)."""
-    legal = _tree()[0]
+    legal, movers = _tree()[0], _tree()[4]
     q, v = _action_values(table)
     reach = _reaches(table)
-    movers = np.array([MARKS.index(mark) for _, mark in positions()])
     weight = reach[:, 2] if on_policy else reach[np.arange(len(table)), 1 - movers]
     return np.where(legal, (q - v[:, None]) * weight[:, None], 0.0), weight
 
@@ -198,8 +197,8 @@ def action_gains(table: np.ndarray, on_policy: bool = False) -> tuple[np.ndarray
 def exploitability(table: np.ndarray) -> float:
     """NashConv / 2 of ``table``: the mean over seats of a best response's value against it (the game's value is
     a draw, 0)."""
-    first = _action_values(table, "O")[1][0]
-    second = -_action_values(table, "X")[1][0]
+    first = _action_values(table, 0)[1][0]
+    second = -_action_values(table, 1)[1][0]
     return (first + second) / 2
 
 
