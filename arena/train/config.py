@@ -147,7 +147,8 @@ class TrainConfig:
     iteration, fits ``steps`` Adam steps (``lr``) to NeuRD targets: logits moved by ``neurd_lr`` (decayed as
     1/sqrt(1 + step / ``neurd_decay``) over the run's iterations, or 1/(1 + step / ``neurd_decay``) with
     ``neurd_decay_shape: inverse``) x (action value gaps - ``beta`` x (pi - rho)), rho the reference (the
-    magnet), every logit within ``neurd_clip`` of the largest. ``neurd_anchor`` > 0 adds up to that many prompts seen earlier in the round, not visited by the iteration, to its fit, each held at its current policy.
+    magnet), every logit within ``neurd_clip`` of the largest. ``neurd_anchor`` > 0 adds up to that many prompts
+    seen earlier in the round, not visited by the iteration, to its fit, each held at its current policy.
     ``neurd_values: exact`` takes the targets from the game tree at every information state instead of from branch
     games (games in ``FULL_WIDTH_GAMES`` only); ``lr_warmup`` ramps each round's Adam step up over that many steps.
     """
