@@ -55,8 +55,8 @@ def test_info_states_are_the_theorys_rows_with_the_aggressive_action_in_column_o
     ttt = info_states("tictactoe")
     assert len(ttt.observations) == len(tt.positions()) == 4520 and ttt.width == 9
     np.testing.assert_allclose(as_table("tictactoe", _uniform_logp("tictactoe")), tt.uniform_table())
-    boards = [o.state["board"] for o in ttt.observations[:2]]
-    assert boards[0] == [""] * 9 and boards[1] == list(tt.positions()[1][0])  # each prompt is its row's position
+    seen = [(tuple(o.state["board"]), o.state["mark"]) for o in ttt.observations]
+    assert seen == list(tt.positions())  # each prompt is its row's position, with its mover
     with pytest.raises(ValueError, match="'nim'.*neurd_values: sampled"):
         info_states("nim")
 
