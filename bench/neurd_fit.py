@@ -34,7 +34,7 @@ ensure_fast_blas()  # before anything imports mlx
 
 # isort: split
 import numpy as np  # noqa: E402
-from common import emit_table  # noqa: E402
+from common import emit_table, exact_table_rounds, uniform_logp  # noqa: E402
 from leduc_neurd import run as table_run  # noqa: E402
 
 from arena.core.config import load_section  # noqa: E402
@@ -147,18 +147,8 @@ STEPS = (8.0, 10.0, 12.0, 16.0, 20.0)
 
 def kuhn_table(lr: float, beta: float, weight: str, rounds: int, iterations: int) -> list[float]:
     """Kuhn's exact full-width NeuRD from uniform (the pipeline's own targets), exploitability at each round's end."""
-    from arena.train.grpo.fullwidth import info_states
-
-    config = exact_config(beta, weight)
-    current = magnet = [np.full(len(cols), -np.log(len(cols))) for cols in info_states("kuhn").columns]
-    out = []
-    for step in range(rounds * iterations):
-        if step % iterations == 0:
-            magnet = current
-        current = [target for target, _ in full_width_targets("kuhn", current, magnet, lr, config)]
-        if (step + 1) % iterations == 0:
-            out.append(exact("kuhn", as_table("kuhn", current)))
-    return out
+    ends = exact_table_rounds("kuhn", uniform_logp("kuhn"), lr, exact_config(beta, weight), rounds, iterations)
+    return [exact("kuhn", as_table("kuhn", current)) for current in ends]
 
 
 def step_table(args: argparse.Namespace) -> list[str]:

@@ -18,11 +18,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from common import emit_table
+from common import emit_table, exact_table_rounds, uniform_logp
 
 from arena.games import tictactoe_theory as tt
 from arena.train.config import TrainConfig
-from arena.train.grpo.fullwidth import as_table, full_width_targets, info_states
+from arena.train.grpo.fullwidth import as_table, info_states
 
 # (neurd_lr, neurd_clip, neurd_weighting): the recipe's step and its neighbours, at the default's clip and at 12.
 SETTINGS = ((4.0, 12.0, "counterfactual"), (8.0, 12.0, "counterfactual"), (16.0, 12.0, "counterfactual"),
@@ -32,7 +32,7 @@ SETTINGS = ((4.0, 12.0, "counterfactual"), (8.0, 12.0, "counterfactual"), (16.0,
 def start_policy(model: Path | None) -> list[np.ndarray]:
     """Per position, the log-policy over its legal cells: uniform, or ``model``'s (the prompts it sees in play)."""
     if model is None:
-        return [np.full(len(cols), -np.log(len(cols))) for cols in info_states("tictactoe").columns]
+        return uniform_logp("tictactoe")
     from arena.core.blas import ensure_fast_blas
 
     ensure_fast_blas()
@@ -56,14 +56,7 @@ def run(start: list[np.ndarray], lr: float, clip: float, weighting: str, rounds:
     """``measures`` at each round's end, stepping the table from ``start`` with the pipeline's targets."""
     config = TrainConfig(objective="neurd", neurd_values="exact", neurd_weighting=weighting, beta=1.0,
                          neurd_clip=clip)
-    current, out = start, []
-    for step in range(rounds * iterations):
-        if step % iterations == 0:
-            magnet = current
-        current = [target for target, _ in full_width_targets("tictactoe", current, magnet, lr, config)]
-        if (step + 1) % iterations == 0:
-            out.append(measures(current))
-    return out
+    return [measures(current) for current in exact_table_rounds("tictactoe", start, lr, config, rounds, iterations)]
 
 
 def table(args: argparse.Namespace) -> list[str]:
