@@ -16,8 +16,15 @@ from arena.games import leduc_theory as lt
 from arena.games import tictactoe_theory as tt
 from arena.pipeline.params import validate_all
 from arena.pipeline.presets import checked_flags, load_preset
-from arena.train.config import SelfPlayConfig, TrainConfig
-from arena.train.grpo.fullwidth import action_gains, as_table, exploitability, full_width_targets, info_states
+from arena.train.config import FULL_WIDTH_GAMES, SelfPlayConfig, TrainConfig
+from arena.train.grpo.fullwidth import (
+    EXACT_GAMES,
+    action_gains,
+    as_table,
+    exploitability,
+    full_width_targets,
+    info_states,
+)
 from arena.train.grpo.schedule import round_learning_rate
 from arena.train.grpo.step import train_round
 
@@ -59,6 +66,12 @@ def test_info_states_are_the_theorys_rows_with_the_aggressive_action_in_column_o
     assert seen == list(tt.positions())  # each prompt is its row's position, with its mover
     with pytest.raises(ValueError, match="'nim'.*neurd_values: sampled"):
         info_states("nim")
+    with pytest.raises(ValueError, match=r"\(kuhn, leduc, tictactoe\), got 'nim'"):
+        exploitability("nim", np.zeros((1, 1)))
+
+
+def test_every_game_params_accept_for_exact_values_has_an_exact_record():
+    assert tuple(EXACT_GAMES) == FULL_WIDTH_GAMES
 
 
 def _oracle_table():

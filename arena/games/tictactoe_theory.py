@@ -130,11 +130,17 @@ def positions() -> tuple[tuple[Board, str], ...]:
 
 
 @cache
+def _rows() -> dict[tuple[Board, str], int]:
+    """Each position's row in ``positions()``."""
+    return {position: row for row, position in enumerate(positions())}
+
+
+@cache
 def _tree() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per row and cell: whether the cell is legal, the child's row (-1 where the move ends the game), and the
     mover's reward where it does (1 a win, 0 a draw); and per row its number of marks (its depth) and its mover's
     seat (0 for O, 1 for X)."""
-    rows = {position: row for row, position in enumerate(positions())}
+    rows = _rows()
     legal, children, reward = np.zeros((len(rows), 9), bool), np.full((len(rows), 9), -1), np.zeros((len(rows), 9))
     for row, (board, mark) in enumerate(positions()):
         for cell in (c for c in range(9) if not board[c]):
@@ -213,5 +219,5 @@ def policy_table(policy: TTTPolicy) -> np.ndarray:
 
 def table_policy(table: np.ndarray) -> TTTPolicy:
     """``table`` as a TTTPolicy (for ``loss_probability`` and ``optimal_mass``)."""
-    rows = {position: row for row, position in enumerate(positions())}
+    rows = _rows()
     return lambda board, mark: {cell: float(table[rows[(board, mark)], cell]) for cell in range(9) if not board[cell]}

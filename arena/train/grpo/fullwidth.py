@@ -10,7 +10,7 @@ seats, so each seat's states carry half the weight (bench/leduc_neurd.py).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -40,23 +40,65 @@ class InfoStates:
     width: int
 
 
+def _kuhn_states() -> InfoStates:
+    """Kuhn's 12 canonical states; the columns are kuhn_theory.ACTIONS: pass (check or fold), bet (bet or call)."""
+    observations = tuple(canonical_observations().values())
+    return InfoStates(observations, tuple(tuple(int(a in AGGRESSIVE) for a in o.legal_actions) for o in observations),
+                      len(kuhn_theory.ACTIONS))
+
+
+def _leduc_states() -> InfoStates:
+    """Leduc's 936 canonical states; the columns are leduc_theory.ACTION_NAMES."""
+    observations = tuple(leduc_canonical_observations().values())
+    return InfoStates(observations, tuple(tuple(leduc_theory.ACTION_NAMES.index(LEDUC_NAMES[a])
+                                                for a in o.legal_actions) for o in observations),
+                      len(leduc_theory.ACTION_NAMES))
+
+
+def _tictactoe_states() -> InfoStates:
+    """Every reachable TicTacToe position, in tictactoe_theory.positions() order; the columns are cells."""
+    observations = tuple(ttt_observations().values())
+    return InfoStates(observations, tuple(tuple(cell_of(a) for a in o.legal_actions) for o in observations), 9)
+
+
+def _leduc_gains(table: np.ndarray, on_policy: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Leduc's gains and weights, both players' states summed (each state belongs to one player)."""
+    both = [leduc_gains(table, player, on_policy) for player in (0, 1)]
+    return both[0][0] + both[1][0], both[0][1] + both[1][1]
+
+
+@dataclass(frozen=True)
+class ExactGame:
+    """What full-width targets need of a game with exact theory: its information states, its self-play gains
+    (``action_gains``) and its exploitability, both of a [states, actions] policy table."""
+
+    states: Callable[[], InfoStates]
+    gains: Callable[[np.ndarray, bool], tuple[np.ndarray, np.ndarray]]
+    exploitability: Callable[[np.ndarray], float]
+
+
+EXACT_GAMES = {
+    "kuhn": ExactGame(_kuhn_states,
+                      lambda table, on_policy: kuhn_theory.action_gains(
+                          kuhn_theory.policy_from_array(table[:, 1]), on_policy),
+                      lambda table: kuhn_theory.exploitability(kuhn_theory.policy_from_array(table[:, 1]))),
+    "leduc": ExactGame(_leduc_states, _leduc_gains, leduc_theory.exploitability),
+    "tictactoe": ExactGame(_tictactoe_states, tictactoe_theory.action_gains, tictactoe_theory.exploitability),
+}
+
+
+def _exact_game(game: str) -> ExactGame:
+    """``game``'s record, or an error naming the games that have one."""
+    if game not in EXACT_GAMES:
+        raise ValueError(f"train.neurd_values: exact needs a game with exact theory ({', '.join(FULL_WIDTH_GAMES)}), "
+                         f"got {game!r}; use train.neurd_values: sampled for it")
+    return EXACT_GAMES[game]
+
+
 @cache
 def info_states(game: str) -> InfoStates:
     """``game``'s information states (one of ``FULL_WIDTH_GAMES``)."""
-    if game == "kuhn":  # the columns are kuhn_theory.ACTIONS: pass (check or fold), bet (bet or call)
-        observations = tuple(canonical_observations().values())
-        return InfoStates(observations, tuple(tuple(int(a in AGGRESSIVE) for a in o.legal_actions)
-                                              for o in observations), len(kuhn_theory.ACTIONS))
-    if game == "leduc":
-        observations = tuple(leduc_canonical_observations().values())
-        return InfoStates(observations, tuple(tuple(leduc_theory.ACTION_NAMES.index(LEDUC_NAMES[a])
-                                                    for a in o.legal_actions) for o in observations),
-                          len(leduc_theory.ACTION_NAMES))
-    if game == "tictactoe":  # every reachable position, in tictactoe_theory.positions() order; the columns are cells
-        observations = tuple(ttt_observations().values())
-        return InfoStates(observations, tuple(tuple(cell_of(a) for a in o.legal_actions) for o in observations), 9)
-    raise ValueError(f"train.neurd_values: exact needs a game with exact theory ({', '.join(FULL_WIDTH_GAMES)}), "
-                     f"got {game!r}; use train.neurd_values: sampled for it")
+    return _exact_game(game).states()
 
 
 def as_table(game: str, logp: Sequence[np.ndarray]) -> np.ndarray:
@@ -71,21 +113,12 @@ def as_table(game: str, logp: Sequence[np.ndarray]) -> np.ndarray:
 def action_gains(game: str, table: np.ndarray, on_policy: bool) -> tuple[np.ndarray, np.ndarray]:
     """Self-play of ``table``: per state and action, the weighted sum of Q(a) - V over the state's deals (both
     seats' states), and each state's total weight."""
-    if game == "kuhn":
-        return kuhn_theory.action_gains(kuhn_theory.policy_from_array(table[:, 1]), on_policy)
-    if game == "tictactoe":
-        return tictactoe_theory.action_gains(table, on_policy)
-    both = [leduc_gains(table, player, on_policy) for player in (0, 1)]
-    return both[0][0] + both[1][0], both[0][1] + both[1][1]
+    return _exact_game(game).gains(table, on_policy)
 
 
 def exploitability(game: str, table: np.ndarray) -> float:
     """The exact exploitability (NashConv / 2) of the policy ``table``."""
-    if game == "kuhn":
-        return kuhn_theory.exploitability(kuhn_theory.policy_from_array(table[:, 1]))
-    if game == "tictactoe":
-        return tictactoe_theory.exploitability(table)
-    return leduc_theory.exploitability(table)
+    return _exact_game(game).exploitability(table)
 
 
 def full_width_targets(game: str, current: Sequence[np.ndarray], magnet: Sequence[np.ndarray], rate: float,
