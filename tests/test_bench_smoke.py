@@ -136,6 +136,18 @@ def test_nim_heldout_splits_the_held_out_family_and_scores_a_reordering_policy()
     assert lines[-1].endswith("reordered, 1.000 in reached orders")
 
 
+def test_nim_blind_ceiling_is_perfect_on_read_sizes_and_misses_what_needs_the_unseen_one():
+    from nim_heldout import blind_ceiling, ceiling_lines, groups
+
+    read = [1, 2, 3, 4, 5]
+    assert blind_ceiling((1, 2, 4), read) == 1.0  # every size read: the perfect player's winning move
+    assert blind_ceiling((6, 1, 1), read) == 0.0  # the win takes all six, and no reading of the 6 takes six
+    assert blind_ceiling((6, 6, 1), read) == 1.0  # the win takes the 1, whatever the two equal piles read as
+    assert ceiling_lines(groups((3, 4, 5))) == [
+        "  ceiling, reading sizes [1, 2, 3, 4, 5] perfectly and an unseen size as the best of them: 0.233 on the 79"
+        " with an unseen size, 0.564 over all 139 held out"]
+
+
 def test_kuhn_kl_floor_solves_the_regularised_fixed_point():
     from kuhn_kl_floor import action_gaps, fixed_point, regularised_response
 
