@@ -356,10 +356,12 @@ def preset(preset: str, params: str) -> None:
 @click.option("--dvc-cache", default=".dvc/cache", show_default=True, type=click.Path())
 @click.option("--repair", is_flag=True, help="delete corrupt DVC cache objects so `dvc repro` rebuilds them")
 def check_artifacts(artifacts_dir: str, dvc_cache: str, repair: bool) -> None:
-    """Check artifacts against their meta.json digests and DVC cache objects against their md5 names."""
+    """Check artifacts against their meta.json digests, score cards against their own, DVC objects against md5s."""
     from arena.core.integrity import verify_artifacts, verify_dvc_cache
+    from arena.eval.scorecards import archive_problems
 
-    problems = verify_artifacts(artifacts_dir) + verify_dvc_cache(dvc_cache, repair=repair)
+    problems = (verify_artifacts(artifacts_dir) + archive_problems(artifacts_dir)
+                + verify_dvc_cache(dvc_cache, repair=repair))
     for problem in problems:
         click.echo(problem)
     click.echo(f"{len(problems)} problem(s)")

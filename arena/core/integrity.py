@@ -33,6 +33,9 @@ def verify_artifact(path: str | Path) -> str | None:
         recorded = json.loads((path / META_FILE).read_text(encoding="utf-8"))["digest"]
     except (OSError, ValueError, KeyError, TypeError) as error:
         return f"{path}: unreadable {META_FILE} ({type(error).__name__}); rebuild it with `dvc repro --force`"
+    if not isinstance(recorded, str) or not recorded:
+        return (f"{path}: {META_FILE} records digest {recorded!r}, not a digest string; "
+                "rebuild it with `dvc repro --force`")
     actual = digest_dir(path)
     if actual != recorded:
         return (f"{path}: content digest {actual[:16]} does not match {recorded[:16]} recorded in {META_FILE}: "

@@ -138,14 +138,54 @@ def _check_records(
         raise TournamentError(f"play returned records for game(s) {wrong} when {where} was asked for")
 
 
+# Each key a card must hold and the JSON type of its value (``code`` is optional: older cards lack it).
+_CARD_SHAPE: dict[str, type] = {
+    "schema": str, "digest": str, "game_id": str, "variant": dict, "eval_config": dict, "eval_config_hash": str,
+    "seeds": dict, "players": list, "summary": dict, "outcomes": list,
+}
+
+
+def _card_shape_problem(card: Any) -> str | None:
+    """What is wrong with a card's shape (a non-object, a missing key, a value of the wrong type), else None."""
+    if not isinstance(card, Mapping):
+        return f"holds a JSON {type(card).__name__}, not a card object"
+    missing = [key for key in _CARD_SHAPE if key not in card]
+    if missing:
+        return f"lacks the key(s) {', '.join(missing)}"
+    for key, kind in _CARD_SHAPE.items():
+        if not isinstance(card[key], kind):
+            return f"{key} is a {type(card[key]).__name__}, not a {kind.__name__}"
+    players = card["players"]
+    if len(players) != 2 or not all(isinstance(p, Mapping) and isinstance(p.get("spec"), str)
+                                    and isinstance(p.get("pin"), Mapping) for p in players):
+        return "players is not two {spec: string, pin: object} entries"
+    if not all(isinstance(outcome, Mapping) for outcome in card["outcomes"]):
+        return "outcomes holds a value that is not an object"
+    return None
+
+
 def verify_card(card: Mapping[str, Any], source: str = "card") -> None:
-    """Raise when a card is malformed, its digest is stale, or its summary does not follow from its outcomes.
+    """Raise a TournamentError naming ``source`` when a card is malformed, its digest is stale, or its summary
+    does not follow from its outcomes.
 
     Cards written before cards recorded their code have no ``code`` field; they still verify.
     """
-    if card.get("schema") != SCORECARD_SCHEMA:
-        raise TournamentError(f"{source}: schema {card.get('schema')!r} is not {SCORECARD_SCHEMA!r}")
-    if card.get("digest") != card_digest(card):
+    problem = _card_shape_problem(card)
+    if problem is not None:
+        raise TournamentError(f"{source}: {problem}; regenerate the card")
+    try:
+        _verify_content(card, source)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+        if isinstance(error, TournamentError):
+            raise
+        raise TournamentError(f"{source}: malformed card ({type(error).__name__}: {error}); "
+                              "regenerate the card") from error
+
+
+def _verify_content(card: Mapping[str, Any], source: str) -> None:
+    if card["schema"] != SCORECARD_SCHEMA:
+        raise TournamentError(f"{source}: schema {card['schema']!r} is not {SCORECARD_SCHEMA!r}")
+    if card["digest"] != card_digest(card):
         raise TournamentError(f"{source}: digest does not match its content (edited by hand?); regenerate the card")
     config = EvalConfig.from_dict(card["eval_config"])
     if config.to_dict() != card["eval_config"] or config.digest() != card["eval_config_hash"]:
@@ -159,6 +199,18 @@ def verify_card(card: Mapping[str, Any], source: str = "card") -> None:
     specs = [player["spec"] for player in card["players"]]
     if card["summary"] != summarize_outcomes(card["game_id"], card["outcomes"], *specs):
         raise TournamentError(f"{source}: summary does not follow from its outcomes; regenerate the card")
+
+
+def read_card(path: str | Path) -> dict[str, Any]:
+    """The card at ``path``, verified; a TournamentError naming the file when it is unreadable or malformed."""
+    path = Path(path)
+    try:
+        card = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise TournamentError(f"{path}: not a readable JSON score card ({type(error).__name__}: {error}); "
+                              "regenerate the card or remove it from the archive") from error
+    verify_card(card, str(path))
+    return card
 
 
 def first_error(cards: Iterable[Mapping[str, Any]], spec: str) -> str:
@@ -202,8 +254,7 @@ def load_archive(dirs: Iterable[str | Path]) -> list[dict[str, Any]]:
         if not directory.is_dir():
             raise TournamentError(f"score-card archive {directory} is not a directory; run the tournament first")
         for path in sorted(directory.glob(f"*{CARD_SUFFIX}")):
-            card = json.loads(path.read_text(encoding="utf-8"))
-            verify_card(card, str(path))
+            card = read_card(path)
             cards[card["digest"]] = card
     return [cards[digest] for digest in sorted(cards)]
 
@@ -214,6 +265,37 @@ def load_excluded(dirs: Iterable[str | Path]) -> dict[str, str]:
     for directory in dirs:
         path = Path(directory) / EXCLUDED_FILE
         if path.exists():
-            for spec, reason in json.loads(path.read_text(encoding="utf-8")).items():
+            for spec, reason in read_excluded(path).items():
                 reasons.setdefault(spec, set()).add(reason)
     return {spec: "; ".join(sorted(found)) for spec, found in sorted(reasons.items())}
+
+
+def read_excluded(path: str | Path) -> dict[str, str]:
+    """An archive's excluded.json (player spec -> reason); a TournamentError naming the file when malformed."""
+    path = Path(path)
+    try:
+        excluded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise TournamentError(f"{path}: not readable JSON ({type(error).__name__}: {error}); "
+                              "rerun the tournament that wrote it") from error
+    if not isinstance(excluded, dict) or not all(isinstance(v, str) for v in excluded.values()):
+        raise TournamentError(f"{path}: must map player specs to reasons (strings); rerun the tournament")
+    return excluded
+
+
+def archive_problems(root: str | Path) -> list[str]:
+    """One line per malformed card or excluded.json in every score-card archive under ``root``.
+
+    Archives carry no meta.json: each card holds its own digest over its content, which ``verify_card`` checks
+    along with its shape and summary, so a truncated or edited card is found without one.
+    """
+    root = Path(root)
+    paths = sorted(p for p in root.rglob(f"*{CARD_SUFFIX}") if p.is_file()) if root.is_dir() else []
+    excluded = {p.parent / EXCLUDED_FILE for p in paths} | set(root.rglob(EXCLUDED_FILE) if root.is_dir() else [])
+    problems = []
+    for path in [*paths, *sorted(p for p in excluded if p.is_file())]:
+        try:
+            read_excluded(path) if path.name == EXCLUDED_FILE else read_card(path)
+        except TournamentError as error:
+            problems.append(str(error))
+    return problems
