@@ -64,7 +64,14 @@ def read_model_config(model_dir: str | Path) -> dict[str, Any]:
     config = path / "config.json"
     if not config.exists():
         raise PinError(f"{path} is not an mlx-lm model directory: it has no config.json")
-    return json.loads(config.read_text())
+    try:
+        loaded = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise PinError(f"{config} is not readable JSON ({type(error).__name__}: {error}); "
+                       "rebuild the model or fix the file") from error
+    if not isinstance(loaded, dict):
+        raise PinError(f"{config} holds a JSON {type(loaded).__name__}, not an object; rebuild the model")
+    return loaded
 
 
 def model_pin(model_dir: str | Path, config: Mapping[str, Any] | None = None) -> dict[str, Any]:

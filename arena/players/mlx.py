@@ -36,10 +36,37 @@ def _named_base(path: Path) -> str | None:
     return json.loads(adapter_config.read_text()).get("model") if adapter_config.exists() else None
 
 
-def load_model(path: str | Path) -> tuple[Any, Any]:
-    """Load an mlx-lm model directory (and the adapter a QLoRA snapshot carries), or an adapter on its named base."""
+# A tokenizer mlx-lm loads the same on every machine: without one, transformers falls back to a tokenizer that
+# turns actions into no tokens at all, and every game errors ("cannot score an empty action").
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")
+
+
+def _check_tokenizer(path: Path) -> None:
+    if not any((path / name).is_file() for name in TOKENIZER_FILES):
+        raise ArenaError(f"model directory {path} has no tokenizer.json (nor tokenizer.model): copy the model's "
+                         "tokenizer files into it or rebuild it")
+
+
+def _loaded(path: Path, adapter: Path | None) -> tuple[Any, Any]:
+    """mlx-lm's load of ``path`` (and ``adapter``), its failures (corrupt weights, an unknown model_type, shapes
+    that do not match config.json) as one ArenaError naming the directory."""
     import mlx_lm
 
+    read_model_config(path)  # unreadable config.json: a PinError (an ArenaError) naming the file
+    _check_tokenizer(path)
+    try:
+        if adapter is not None:
+            return mlx_lm.load(str(path), adapter_path=str(adapter))
+        return mlx_lm.load(str(path))
+    except (RuntimeError, ValueError, OSError, KeyError, TypeError) as error:
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise ArenaError(f"model directory {adapter or path} cannot be loaded: {reason} "
+                         "(a corrupt or truncated model.safetensors, or a config.json that does not match it); "
+                         "rebuild it with `dvc repro` or fetch it again") from error
+
+
+def load_model(path: str | Path) -> tuple[Any, Any]:
+    """Load an mlx-lm model directory (and the adapter a QLoRA snapshot carries), or an adapter on its named base."""
     path = Path(path)
     if not path.is_dir():
         raise ArenaError(f"model directory not found: {path} (build it with `dvc repro` or check the path)")
@@ -47,12 +74,10 @@ def load_model(path: str | Path) -> tuple[Any, Any]:
     if base is not None:
         if not Path(base).is_dir():
             raise ArenaError(f"adapter {path} names base model {base!r}, which is not a local directory")
-        return mlx_lm.load(base, adapter_path=str(path))
+        return _loaded(Path(base), path)
     if not (path / "config.json").exists():
         raise ArenaError(f"{path} is not an mlx-lm model directory: it has no config.json")
-    if (path / ADAPTER_WEIGHTS).exists():
-        return mlx_lm.load(str(path), adapter_path=str(path))
-    return mlx_lm.load(str(path))
+    return _loaded(path, path if (path / ADAPTER_WEIGHTS).exists() else None)
 
 
 def load_tokenizer(path: str | Path) -> Any:
@@ -62,6 +87,7 @@ def load_tokenizer(path: str | Path) -> Any:
     path = Path(path)
     path = Path(_named_base(path) or path)
     config = read_model_config(path)
+    _check_tokenizer(path)
     return mlx_load_tokenizer(path, eos_token_ids=config.get("eos_token_id"))
 
 
