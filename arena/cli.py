@@ -145,7 +145,7 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, params
 @click.argument("shards", nargs=-1, required=True, type=click.Path())
 def replay(shards) -> None:
     """Re-play every game in each SHARD (games.jsonl or its directory) and check its transcript digest."""
-    from arena.play.records import read_shard, verify_records
+    from arena.play.records import errored_count, read_shard, verify_records
 
     failed = 0
     for shard in shards:
@@ -154,7 +154,9 @@ def replay(shards) -> None:
         for problem in problems:
             click.echo(f"MISMATCH {shard}: {problem}")
         failed += len(problems)
-        click.echo(f"{shard}: {len(records) - len(problems)}/{len(records)} games verified")
+        errored = errored_count(records)
+        note = f" ({errored} errored, not replayable)" if errored else ""
+        click.echo(f"{shard}: {len(records) - errored - len(problems)}/{len(records)} games verified{note}")
     sys.exit(1 if failed else 0)
 
 

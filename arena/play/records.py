@@ -66,18 +66,68 @@ def read_shard(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def verify_records(records: Iterable[dict[str, Any]]) -> list[str]:
-    """Re-play every finished game from (game, variant, seed, actions); list each transcript digest mismatch."""
+# A record is untrusted input: before a game is built from it, its variant and actions are bounded by what any
+# game arena plays can hold (the match runner's action cap; no variant value, summed, above REPLAY_MAX_SIZE), so a
+# hostile record cannot make replay allocate gigabytes. Games' own tighter limits apply in their variant checks.
+REPLAY_MAX_SIZE = 10_000
+REPLAY_MAX_ACTIONS = 400  # arena.play.match.MAX_ACTIONS: no game arena played has more
+
+
+def _variant_size(value: Any) -> int:
+    """The sum of every int in a variant and the length of its lists (what building the game scales with)."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return abs(value)
+    if isinstance(value, dict):
+        return sum(_variant_size(item) for item in value.values())
+    if isinstance(value, list):
+        return len(value) + sum(_variant_size(item) for item in value)
+    return 0
+
+
+def _replay_bound_problem(record: dict[str, Any]) -> str | None:
+    size = _variant_size(record["variant"])
+    if size > REPLAY_MAX_SIZE:
+        return (f"variant {json.dumps(record['variant'])[:80]} is larger than any game arena plays (sizes summing "
+                f"to {size} > {REPLAY_MAX_SIZE}); not replayed")
+    if len(record["actions"]) > REPLAY_MAX_ACTIONS:
+        return (f"{len(record['actions'])} actions exceed the {REPLAY_MAX_ACTIONS}-action cap of every game; "
+                "not replayed")
+    return None
+
+
+def _replay_problem(record: dict[str, Any]) -> str | None:
+    """Why the record does not replay to its transcript digest (None when it does)."""
     from arena.games.registry import replay
 
+    bound = _replay_bound_problem(record)
+    if bound is not None:
+        return bound
+    try:
+        result = replay(record["game_id"], record["variant"], record["seed"], record["actions"])
+    except (ArenaError, ValueError, TypeError, KeyError, IndexError) as error:
+        return f"does not replay: {' '.join(str(error).split())[:300]}"
+    if result.transcript_digest != record["transcript_digest"]:
+        return (f"transcript digest {result.transcript_digest[:16]} != "
+                f"recorded {str(record['transcript_digest'])[:16]}")
+    return None
+
+
+def verify_records(records: Iterable[dict[str, Any]]) -> list[str]:
+    """Re-play every finished game from (game, variant, seed, actions); list each game that does not reproduce
+    its transcript digest (a mismatch, extra or missing actions, a variant no game has). Errored games are skipped:
+    they have no transcript; count them with ``errored_count``."""
     problems = []
     for index, record in enumerate(records):
         if record["errored"]:
             continue
-        result = replay(record["game_id"], record["variant"], record["seed"], record["actions"])
-        if result.transcript_digest != record["transcript_digest"]:
-            problems.append(
-                f"game {index} ({record['game_id']}, seed {record['seed']}): transcript digest "
-                f"{result.transcript_digest[:16]} != recorded {record['transcript_digest'][:16]}"
-            )
+        problem = _replay_problem(record)
+        if problem is not None:
+            problems.append(f"game {index} ({record['game_id']}, seed {record['seed']}): {problem}")
     return problems
+
+
+def errored_count(records: Iterable[dict[str, Any]]) -> int:
+    """How many records are errored games (no transcript to replay, so never verified)."""
+    return sum(bool(record["errored"]) for record in records)
