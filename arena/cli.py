@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 import click
 
 import arena
+from arena.cli_checks import check_artifacts, replay
 from arena.cli_traces import import_traces
 from arena.core.blas import ensure_fast_blas
-from arena.core.errors import ArenaError
+from arena.core.errors import ArenaError, disk_full, is_disk_full
 
 if TYPE_CHECKING:
     from arena.players.config import FrontierConfig
@@ -26,6 +27,11 @@ class _Group(click.Group):
         except ArenaError as error:
             click.echo(f"error: {error}", err=True)
             sys.exit(2)
+        except OSError as error:
+            if not is_disk_full(error):
+                raise
+            click.echo(f"error: {disk_full(error)}", err=True)
+            sys.exit(2)
 
 
 # The chat template's thinking switch (Qwen3's enable_thinking) for MLX players; templates without one ignore it.
@@ -33,7 +39,8 @@ _thinking = click.option("--thinking/--no-thinking", default=False, show_default
                          help="MLX players' enable_thinking (chat templates with a thinking switch)")
 
 
-@click.group(cls=_Group, commands=[import_traces], context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Group, commands=[import_traces, replay, check_artifacts],
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(arena.__version__, prog_name="arena")
 def main() -> None:
     """arena: post-train small local models by self-play in games, as a reproducible DVC build."""
@@ -139,25 +146,6 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, params
         from arena.report.table import render_match
 
         Console().print(render_match(summary, players[0].spec, players[1].spec))
-
-
-@main.command()
-@click.argument("shards", nargs=-1, required=True, type=click.Path())
-def replay(shards) -> None:
-    """Re-play every game in each SHARD (games.jsonl or its directory) and check its transcript digest."""
-    from arena.play.records import errored_count, read_shard, verify_records
-
-    failed = 0
-    for shard in shards:
-        records = read_shard(shard)
-        problems = verify_records(records)
-        for problem in problems:
-            click.echo(f"MISMATCH {shard}: {problem}")
-        failed += len(problems)
-        errored = errored_count(records)
-        note = f" ({errored} errored, not replayable)" if errored else ""
-        click.echo(f"{shard}: {len(records) - errored - len(problems)}/{len(records)} games verified{note}")
-    sys.exit(1 if failed else 0)
 
 
 @main.command()
@@ -351,23 +339,6 @@ def preset(preset: str, params: str) -> None:
     from arena.pipeline.presets import checked_flags
 
     click.echo(checked_flags(preset, load_params(params)))
-
-
-@main.command("check-artifacts")
-@click.option("--artifacts", "artifacts_dir", default="artifacts", show_default=True, type=click.Path())
-@click.option("--dvc-cache", default=".dvc/cache", show_default=True, type=click.Path())
-@click.option("--repair", is_flag=True, help="delete corrupt DVC cache objects so `dvc repro` rebuilds them")
-def check_artifacts(artifacts_dir: str, dvc_cache: str, repair: bool) -> None:
-    """Check artifacts against their meta.json digests, score cards against their own, DVC objects against md5s."""
-    from arena.core.integrity import verify_artifacts, verify_dvc_cache
-    from arena.eval.scorecards import archive_problems
-
-    problems = (verify_artifacts(artifacts_dir) + archive_problems(artifacts_dir)
-                + verify_dvc_cache(dvc_cache, repair=repair))
-    for problem in problems:
-        click.echo(problem)
-    click.echo(f"{len(problems)} problem(s)")
-    sys.exit(1 if problems else 0)
 
 
 @main.command()

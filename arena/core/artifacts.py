@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from arena.core.errors import disk_full, is_disk_full
+
 
 def _temp_prefix(path: Path, kind: str) -> str:
     """``.NAME.writing-PID-`` (or ``old``): the writer's pid in the name tells a killed writer's leftovers apart."""
@@ -77,8 +79,10 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         Path(tmp).unlink(missing_ok=True)
+        if is_disk_full(error):
+            raise disk_full(error, path) from error
         raise
 
 
@@ -119,6 +123,10 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
             shutil.rmtree(old)
         else:
             os.replace(tmp, path)
+    except OSError as error:
+        if is_disk_full(error):
+            raise disk_full(error, path) from error
+        raise
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)

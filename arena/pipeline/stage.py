@@ -9,7 +9,7 @@ from typing import Any
 
 from arena.core.blas import ensure_fast_blas
 from arena.core.config import load_params
-from arena.core.errors import ArenaError
+from arena.core.errors import ArenaError, disk_full, is_disk_full
 from arena.pipeline.params import validate_all
 
 
@@ -22,10 +22,15 @@ def checked_params(path: str | Path) -> dict[str, Any]:
 
 def run(main: Callable[[], None]) -> None:
     """Run a stage's ``main`` after loading OpenBLAS (before anything imports mlx: stage scripts import their
-    logic inside ``main``); a user error (bad params, missing model) prints ``error: ...`` and exits 2."""
+    logic inside ``main``); a user error (bad params, missing model) or a full disk prints ``error: ...``, exit 2."""
     ensure_fast_blas()
     try:
         main()
     except ArenaError as error:
         print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    except OSError as error:
+        if not is_disk_full(error):
+            raise
+        print(f"error: {disk_full(error)}", file=sys.stderr)
         sys.exit(2)
