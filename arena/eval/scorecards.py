@@ -21,6 +21,7 @@ from arena.eval.config import EvalConfig, GameEntry
 from arena.eval.errors import TournamentError
 from arena.games.variants import game_label
 from arena.play.stats import seat_assignments, summarize_outcomes
+from arena.players.specs import odd_characters
 
 SCORECARD_SCHEMA = "arena.scorecard/1"
 CARD_SUFFIX = ".card.json"
@@ -65,6 +66,21 @@ def _pin_for(records: Sequence[Mapping[str, Any]], seats: Sequence[int], spec: s
     return completed[0] if completed else (pins[0][1] if pins else {})
 
 
+def _player_entry(records: Sequence[Mapping[str, Any]], seats: Sequence[int], spec: str) -> dict[str, Any]:
+    """A card's entry for one player: its spec and pin; for a frontier player also the model ids its server answered
+    as (``served_models``) and whether any differs from the one requested (``served_model_differs``)."""
+    pin = _pin_for(records, seats, spec)
+    entry: dict[str, Any] = {"spec": spec, "pin": pin}
+    if pin.get("kind") == "frontier":
+        served = sorted({str(decision["model_id"]) for record, seat in zip(records, seats, strict=True)
+                         for decision in record.get("decisions") or ()
+                         if isinstance(decision, Mapping) and decision.get("player") == seat
+                         and decision.get("model_id") is not None})
+        entry["served_models"] = served
+        entry["served_model_differs"] = any(model != pin.get("model") for model in served)
+    return entry
+
+
 def make_scorecard(
     config: EvalConfig,
     game: GameEntry,
@@ -89,8 +105,8 @@ def make_scorecard(
         "eval_config_hash": config.digest(),
         "seeds": {"start": config.seeds.start, "stop": config.seeds.stop},
         "players": [
-            {"spec": spec_a, "pin": _pin_for(records, [s[0] for s in seats], spec_a)},
-            {"spec": spec_b, "pin": _pin_for(records, [s[1] for s in seats], spec_b)},
+            _player_entry(records, [s[0] for s in seats], spec_a),
+            _player_entry(records, [s[1] for s in seats], spec_b),
         ],
         "code": _checked_code(code if code is not None else producing_code(), "make_scorecard"),
         "summary": summarize_outcomes(game.game_id, outcomes, spec_a, spec_b),
@@ -159,6 +175,9 @@ def _card_shape_problem(card: Any) -> str | None:
     if len(players) != 2 or not all(isinstance(p, Mapping) and isinstance(p.get("spec"), str)
                                     and isinstance(p.get("pin"), Mapping) for p in players):
         return "players is not two {spec: string, pin: object} entries"
+    odd = [player["spec"] for player in players if odd_characters(player["spec"])]
+    if odd:
+        return f"player spec {ascii(odd[0])} holds control, format or invisible characters"
     if not all(isinstance(outcome, Mapping) for outcome in card["outcomes"]):
         return "outcomes holds a value that is not an object"
     return None

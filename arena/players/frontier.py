@@ -31,7 +31,7 @@ from arena.players.base import Decision, Player
 from arena.players.config import FrontierConfig
 from arena.players.frontier_cache import CACHE_FORMAT, ResponseCache
 from arena.players.frontier_reply import AttemptFailed, Reply, parse_action, parse_reply
-from arena.players.specs import SPEC_PREFIX, FrontierError, normalise_base_url, parse_spec
+from arena.players.specs import SPEC_PREFIX, FrontierError, check_model_name, normalise_base_url, parse_spec
 
 log = logging.getLogger(__name__)
 
@@ -116,9 +116,7 @@ class FrontierPlayer(Player):
         cache: ResponseCache | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if not model or model != model.strip():
-            raise FrontierError(f"frontier model name {model!r} must be non-empty without surrounding spaces")
-        self.model = model
+        self.model = check_model_name(model)
         self.base_url = normalise_base_url(base_url)
         self.config = config or FrontierConfig()
         self.spec = f"{SPEC_PREFIX}{model}@{self.base_url}"
@@ -131,6 +129,9 @@ class FrontierPlayer(Player):
             base_url=self.base_url,
             timeout=self.config.timeout_s,
             max_retries=0,  # arena retries itself so every real attempt is counted against max_calls
+            # A redirect is refused, never followed: the pin names one endpoint, and a reply from another
+            # host or port would be scored (and cached) as that endpoint's.
+            http_client=openai.DefaultHttpxClient(follow_redirects=False, timeout=self.config.timeout_s),
         )
 
     def _api_key(self) -> str:
@@ -218,6 +219,9 @@ class FrontierPlayer(Player):
             return
         if self.served_model is None:
             self.served_model = model
+            if model != self.model:
+                log.warning("%s: the server answers as model %s, not the requested %s; score cards record the "
+                            "served ids (players[].served_models)", self.spec, ascii(model), ascii(self.model))
         elif model != self.served_model:
             log.warning("%s: the server now reports model %r (first reported %r)", self.spec, model, self.served_model)
 
@@ -261,6 +265,8 @@ class FrontierPlayer(Player):
             raise AttemptFailed(f"cannot connect to {self.base_url}", retryable=True) from None
         except openai.APIStatusError as error:
             status = error.status_code
+            if 300 <= status < 400:
+                raise AttemptFailed(redirect_refusal(status, error.response.headers), retryable=False) from None
             retryable = status in RETRYABLE_STATUS or status >= 500
             raise AttemptFailed(f"HTTP {status}", retryable=retryable,
                                 retry_after=parse_retry_after(error.response.headers)) from None
@@ -286,6 +292,8 @@ class FrontierPlayer(Player):
                 f"cannot reach {url} ({what}): start the server or fix BASE_URL in openai:MODEL@BASE_URL"
             ) from None
         except openai.APIStatusError as error:
+            if 300 <= error.status_code < 400:
+                raise FrontierError(f"{url}: {redirect_refusal(error.status_code, error.response.headers)}") from None
             if error.status_code in (401, 403):
                 raise FrontierError(
                     f"{url} refused the API key (HTTP {error.status_code}): set ${self.config.api_key_env} "
@@ -297,6 +305,16 @@ class FrontierPlayer(Player):
         except openai.OpenAIError:
             raise FrontierError(f"{url} did not answer with a model list: check BASE_URL") from None
         return [str(model.id) for model in page.data]
+
+
+def redirect_refusal(status: int, headers: Any) -> str:
+    """Why a redirect is not followed, naming where it pointed (without any credentials or query it carried)."""
+    location = urllib.parse.urlsplit(str(headers.get("location", "")))
+    host = location.hostname or ""
+    where = f"{location.scheme}://{host}{f':{location.port}' if location.port else ''}{location.path}" if host \
+        else location.path
+    return (f"HTTP {status} redirect to {ascii(where)} refused: arena follows no redirects (a pin names one "
+            "endpoint); put the final URL in the spec")
 
 
 def _read_capped(chunks: Any, deadline: float) -> bytes:

@@ -64,15 +64,34 @@ def parse_spec(spec: str) -> tuple[str, str]:
         raise FrontierError(
             f"frontier player spec {spec!r} must be openai:MODEL@BASE_URL with an http(s) URL: {example}"
         )
-    model = match.group("model")
-    if model != model.strip() or any(unicodedata.category(c) == "Cc" for c in model):
-        raise FrontierError(f"model name {model!r} in spec {spec!r} has surrounding spaces or control characters")
-    return model, normalise_base_url(match.group("url"))
+    return check_model_name(match.group("model")), normalise_base_url(match.group("url"))
+
+
+def odd_characters(text: str) -> list[str]:
+    """The characters of ``text`` that print invisibly or move other text: controls, format characters (bidi
+    overrides, zero-width), line and paragraph separators, spaces other than U+0020, private-use, unassigned."""
+    return [c for c in text if unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp")
+            or (unicodedata.category(c) == "Zs" and c != " ")]
+
+
+def check_model_name(model: str) -> str:
+    """``model`` when it is a plain model id (printable, no surrounding spaces), else a one-line FrontierError that
+    shows it escaped (a bidi override printed raw would reorder the terminal line or a leaderboard row)."""
+    if not model or model != model.strip() or odd_characters(model):
+        raise FrontierError(f"model name {ascii(model)} must be non-empty, without surrounding spaces, control, "
+                            "format (bidi, zero-width) or invisible characters: give the model id the server lists")
+    return model
 
 
 def normalise_base_url(url: str) -> str:
     """Check an endpoint URL (http/https, a host, no credentials, query or fragment); drop a trailing slash."""
+    if odd_characters(url) or any(c in url for c in " \\"):
+        raise FrontierError(f"endpoint URL {ascii(url)} holds spaces, backslashes, control, format or invisible "
+                            "characters: give a plain URL, e.g. http://127.0.0.1:8080/v1")
     parts = urllib.parse.urlsplit(url)
+    if any(urllib.parse.unquote(segment) in (".", "..") for segment in parts.path.split("/")):
+        raise FrontierError(f"endpoint URL {url!r} has a '.' or '..' path segment: give the base URL itself "
+                            "(e.g. http://127.0.0.1:8080/v1)")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise FrontierError(f"endpoint URL {url!r} must be http:// or https:// with a host, e.g. http://127.0.0.1:8080/v1")
     if parts.username is not None or parts.password is not None:
