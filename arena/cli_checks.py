@@ -36,7 +36,7 @@ def check_artifacts(artifacts_dir: str, dvc_cache: str, repair: bool) -> None:
     from arena.core.integrity import verify_artifacts, verify_dvc_cache
     from arena.eval.scorecards import archive_problems
 
-    problems = (verify_artifacts(artifacts_dir) + archive_problems(artifacts_dir)
+    problems = (verify_artifacts(artifacts_dir, dvc_cache) + archive_problems(artifacts_dir)
                 + verify_dvc_cache(dvc_cache, repair=repair))
     for problem in problems:
         click.echo(problem)

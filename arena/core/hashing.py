@@ -12,6 +12,7 @@ from typing import Any
 
 from blake3 import blake3
 
+from arena.core.errors import ArenaError
 from arena.core.paths import cache_dir
 
 # Below this size a single-threaded in-memory hash is faster than mmap + a thread pool.
@@ -119,13 +120,38 @@ def _walk(root: Path, exclude: frozenset[str]) -> Iterable[tuple[str, Path]]:
         yield rel, entry
 
 
-def dir_manifest(path: str | Path, *, exclude: Iterable[str] = ("meta.json",)) -> dict[str, str]:
-    """Sorted relative path -> file digest (empty directories map to ``"dir"``)."""
+def _link_problem(root: Path, rel: str, entry: Path, link_roots: tuple[Path, ...] | None) -> str | None:
+    """Why the symbolic link ``entry`` cannot be hashed (None when it is a link to a file it may follow)."""
+    target = os.readlink(entry)
+    if not entry.is_file():  # a directory (a loop to "." among them), a dangling or looping link
+        return f"{root}: {rel} is a symbolic link to {target!r}, not to a file"
+    if link_roots is None:
+        return None
+    resolved = entry.resolve()
+    if any(resolved.is_relative_to(allowed.resolve()) for allowed in link_roots):
+        return None
+    return f"{root}: {rel} is a symbolic link to {target!r}; an artifact holds plain files only"
+
+
+def dir_manifest(path: str | Path, *, exclude: Iterable[str] = ("meta.json",),
+                 link_roots: Iterable[str | Path] | None = None) -> dict[str, str]:
+    """Sorted relative path -> file digest (empty directories map to ``"dir"``).
+
+    A symbolic link to a file is hashed as the file's content when ``link_roots`` is None (a model directory, e.g.
+    a Hugging Face snapshot whose files link to blobs), else only when it resolves inside one of ``link_roots``
+    (``()``: never; an artifact arena wrote holds none). A link to a directory (a loop to ``.`` included), a dangling
+    or looping link is never followed: an ArenaError names it, where it was silently skipped before.
+    """
     root = Path(path)
     if not root.is_dir():
         raise NotADirectoryError(f"not a directory: {root}")
+    roots = None if link_roots is None else tuple(Path(p) for p in link_roots)
     manifest: dict[str, str] = {}
     for rel, entry in _walk(root, frozenset(exclude)):
+        if entry.is_symlink():
+            problem = _link_problem(root, rel, entry, roots)
+            if problem is not None:
+                raise ArenaError(f"{problem}: replace it with the file itself, or rebuild with `dvc repro --force`")
         if entry.is_file():
             manifest[rel] = digest_file(entry)
         elif entry.is_dir() and not any(entry.iterdir()):
@@ -133,12 +159,14 @@ def dir_manifest(path: str | Path, *, exclude: Iterable[str] = ("meta.json",)) -
     return manifest
 
 
-def digest_dir(path: str | Path, *, exclude: Iterable[str] = ("meta.json",)) -> str:
+def digest_dir(path: str | Path, *, exclude: Iterable[str] = ("meta.json",),
+               link_roots: Iterable[str | Path] | None = None) -> str:
     """Digest of a directory: relative paths and file digests, so renames and moves change it.
 
-    ``meta.json`` is excluded by default because it records the directory's own digest.
+    ``meta.json`` is excluded by default because it records the directory's own digest; ``link_roots`` as in
+    ``dir_manifest``.
     """
-    return digest_config(dir_manifest(path, exclude=exclude))
+    return digest_config(dir_manifest(path, exclude=exclude, link_roots=link_roots))
 
 
 def digest_path(path: str | Path) -> str:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
+from arena.core.errors import ArenaError
 from arena.core.hashing import digest_dir
 
 META_FILE = "meta.json"
@@ -26,8 +28,11 @@ def find_artifacts(root: str | Path) -> list[Path]:
     return sorted(meta.parent for meta in root.rglob(META_FILE) if meta.is_file())
 
 
-def verify_artifact(path: str | Path) -> str | None:
-    """None when the directory's content digest equals the one its meta.json records, else the problem."""
+def verify_artifact(path: str | Path, dvc_cache: str | Path = ".dvc/cache") -> str | None:
+    """None when the directory's content digest equals the one its meta.json records, else the problem.
+
+    A symbolic link is a problem unless it is DVC's own link to a file in ``dvc_cache`` (``cache.type symlink``).
+    """
     path = Path(path)
     try:
         recorded = json.loads((path / META_FILE).read_text(encoding="utf-8"))["digest"]
@@ -36,16 +41,41 @@ def verify_artifact(path: str | Path) -> str | None:
     if not isinstance(recorded, str) or not recorded:
         return (f"{path}: {META_FILE} records digest {recorded!r}, not a digest string; "
                 "rebuild it with `dvc repro --force`")
-    actual = digest_dir(path)
+    try:
+        actual = digest_dir(path, link_roots=(dvc_cache,))
+    except ArenaError as error:
+        return str(error)
     if actual != recorded:
         return (f"{path}: content digest {actual[:16]} does not match {recorded[:16]} recorded in {META_FILE}: "
                 "the files changed after the stage wrote them")
     return None
 
 
-def verify_artifacts(root: str | Path = "artifacts") -> list[str]:
-    """Problems with every artifact directory under ``root`` (empty when all match their meta.json)."""
-    return [problem for path in find_artifacts(root) if (problem := verify_artifact(path)) is not None]
+def verify_artifacts(root: str | Path = "artifacts", dvc_cache: str | Path = ".dvc/cache") -> list[str]:
+    """Problems with every artifact directory under ``root`` (empty when all match their meta.json), and every
+    symbolic link outside them (score-card archives have no meta.json) that is not DVC's own."""
+    artifacts = find_artifacts(root)
+    problems = [problem for path in artifacts if (problem := verify_artifact(path, dvc_cache)) is not None]
+    return problems + stray_links(root, artifacts, dvc_cache)
+
+
+def stray_links(root: str | Path, artifacts: list[Path], dvc_cache: str | Path) -> list[str]:
+    """One line per symbolic link under ``root`` but outside ``artifacts`` (those are checked with their digest)
+    that is not a link to a file in the DVC cache; links are listed, never followed."""
+    cache = Path(dvc_cache).resolve()
+    inside = {path.resolve() for path in artifacts}
+    problems = []
+    for folder, dirs, files in os.walk(root):  # os.walk follows no links
+        here = Path(folder)
+        if here.resolve() in inside:
+            dirs.clear()
+            continue
+        for name in sorted(dirs + files):
+            link = here / name
+            if link.is_symlink() and not (link.is_file() and link.resolve().is_relative_to(cache)):
+                problems.append(f"{link}: a symbolic link to {os.readlink(link)!r} in the artifacts: remove it "
+                                "(arena writes none; it may point anywhere)")
+    return sorted(problems)
 
 
 def _md5(path: Path) -> str:

@@ -99,7 +99,7 @@ def write_meta(
     ``code`` is the entry script and its import closure's digest (default: ``producing_code()``, this process's).
     """
     meta = {
-        "digest": digest_dir(out_dir),
+        "digest": digest_dir(out_dir, link_roots=()),  # arena writes no links: one here is refused
         "inputs": dict(sorted(inputs.items())),
         "config": dict(config or {}),
         "config_hash": digest_config(dict(config or {})),
