@@ -1,6 +1,12 @@
 """DVC stage `base`: build or resolve the base model into artifacts/models/base."""
 
 import argparse
+import sys
+from pathlib import Path
+
+# This repository's own `arena` first, before any installed one (an editable install of another checkout, or the
+# workspace's when DVC runs an experiment in a temporary copy): python puts stages/, not the root, on sys.path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from arena.core.config import load_section
 from arena.pipeline.stage import checked_params, run

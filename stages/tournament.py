@@ -1,6 +1,12 @@
 """DVC stages `baseline` and `tournament`: a round robin on held-out seeds, written as a score-card archive."""
 
 import argparse
+import sys
+from pathlib import Path
+
+# This repository's own `arena` first, before any installed one (an editable install of another checkout, or the
+# workspace's when DVC runs an experiment in a temporary copy): python puts stages/, not the root, on sys.path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from arena.core.config import load_section
 from arena.core.seeds import SeedsConfig

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.core.blas import ensure_fast_blas
+from arena.core.code import project_root
 from arena.core.config import load_params
 from arena.core.errors import ArenaError, disk_full, is_disk_full
 from arena.pipeline.params import validate_all
@@ -20,11 +21,26 @@ def checked_params(path: str | Path) -> dict[str, Any]:
     return params
 
 
+def check_own_package() -> None:
+    """Refuse a stage script that imports `arena` from another repository than its own: its meta.json would record
+    the other checkout's code (the CLI's entry and digest) while DVC tracked this one's."""
+    script = getattr(sys.modules.get("__main__"), "__file__", None)
+    if not script or Path(script).resolve().parent.name != "stages":
+        return  # not a stage script (a test, the CLI)
+    repository = Path(script).resolve().parents[1]
+    if repository != project_root():
+        raise ArenaError(
+            f"stage script {Path(script).resolve()} belongs to {repository} but imports arena from {project_root()}: "
+            f"run it from a checkout holding its own arena/ package (a stage puts its repository first on sys.path)"
+        )
+
+
 def run(main: Callable[[], None]) -> None:
     """Run a stage's ``main`` after loading OpenBLAS (before anything imports mlx: stage scripts import their
     logic inside ``main``); a user error (bad params, missing model) or a full disk prints ``error: ...``, exit 2."""
-    ensure_fast_blas()
     try:
+        check_own_package()
+        ensure_fast_blas()
         main()
     except ArenaError as error:
         print(f"error: {error}", file=sys.stderr)
