@@ -9,10 +9,12 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
 import yaml
-from repo_copy import small_params
+from repo_copy import make_copy, repro_env, run_dvc, small_params
 
 from arena.core.code import closure, code_digest
 
@@ -57,3 +59,33 @@ def test_a_stage_whose_repository_has_no_arena_refuses_in_one_line(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in result.stderr, result.stderr
     assert str(repo) in lines[0] and str(ROOT) in lines[0]
     assert not (repo / "artifacts" / "models" / "base").exists()
+
+
+@pytest.mark.slow
+def test_a_queued_experiment_records_its_own_code_not_the_workspaces(tmp_path):
+    """`dvc exp run --queue` + `dvc queue start` runs the stages in a temporary copy; with the workspace's arena on
+    PYTHONPATH (as an editable install of the workspace puts it), the experiment must still run its own code."""
+    repo = make_copy(tmp_path / "repo", small_params())
+    env = repro_env(repo)  # PYTHONPATH = the workspace, as an editable install of it would
+    queued = code_digest(closure("stages/base.py", root=repo), root=repo)
+    assert run_dvc(repo, env, "exp", "run", "--queue", "-n", "own-code", "base").returncode == 0
+    errors = repo / "arena" / "core" / "errors.py"  # the workspace moves on after queueing
+    errors.write_text(errors.read_text() + "\n# edited in the workspace after the experiment was queued\n")
+    assert code_digest(closure("stages/base.py", root=repo), root=repo) != queued
+    try:
+        assert run_dvc(repo, env, "queue", "start", "-j", "1").returncode == 0
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            status = run_dvc(repo, env, "queue", "status").stdout
+            if "Queued" not in status and "Running" not in status:
+                break
+            time.sleep(2)
+    finally:
+        run_dvc(repo, env, "queue", "stop")
+    assert "Success" in status, (status, run_dvc(repo, env, "queue", "logs", "own-code").stdout[-3000:])
+    refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)", "refs/exps"], cwd=repo, check=True,
+                          capture_output=True, text=True).stdout.split()
+    assert len(refs) == 1, refs
+    manifest = json.loads(subprocess.run(["git", "show", f"{refs[0]}:artifacts/code/base.json"], cwd=repo,
+                                         check=True, capture_output=True, text=True).stdout)
+    assert manifest["code_digest"] == queued
