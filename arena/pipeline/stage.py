@@ -10,6 +10,7 @@ from typing import Any
 from arena.core.blas import ensure_fast_blas
 from arena.core.config import load_params
 from arena.core.errors import ArenaError
+from arena.pipeline.lockguard import keep_good_lock
 from arena.pipeline.params import validate_all
 
 
@@ -22,7 +23,9 @@ def checked_params(path: str | Path) -> dict[str, Any]:
 
 def run(main: Callable[[], None]) -> None:
     """Run a stage's ``main`` after loading OpenBLAS (before anything imports mlx: stage scripts import their
-    logic inside ``main``); a user error (bad params, missing model) prints ``error: ...`` and exits 2."""
+    logic inside ``main``); a user error (bad params, missing model) prints ``error: ...`` and exits 2. Under DVC,
+    the whole dvc.lock its parent just wrote is first copied aside (``lockguard``: a killed repro can cut it short)."""
+    keep_good_lock()
     ensure_fast_blas()
     try:
         main()
