@@ -23,7 +23,7 @@ from arena.players.config import MLXPlayerConfig
 from arena.players.head import check_head
 from arena.players.kvcache import TurnCache, bound_buffer_cache, rows_kv
 from arena.players.memo import PolicyMemo
-from arena.players.memory import budget_note, model_shape
+from arena.players.memory import budget_note, model_shape, require_loadable
 from arena.players.prompts import ChatPrompts, prompt_text
 from arena.players.scoring import inference_log_softmax, inference_loglik, per_decision, prompt_positions
 
@@ -47,9 +47,11 @@ def load_model(path: str | Path) -> tuple[Any, Any]:
     if base is not None:
         if not Path(base).is_dir():
             raise ArenaError(f"adapter {path} names base model {base!r}, which is not a local directory")
+        require_loadable(read_model_config(base), base)
         return mlx_lm.load(base, adapter_path=str(path))
     if not (path / "config.json").exists():
         raise ArenaError(f"{path} is not an mlx-lm model directory: it has no config.json")
+    require_loadable(read_model_config(path), str(path))
     if (path / ADAPTER_WEIGHTS).exists():
         return mlx_lm.load(str(path), adapter_path=str(path))
     return mlx_lm.load(str(path))
