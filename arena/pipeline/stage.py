@@ -26,8 +26,8 @@ def run(main: Callable[[], None]) -> None:
     logic inside ``main``); a user error (bad params, missing model) prints ``error: ...`` and exits 2. Under DVC,
     the whole dvc.lock its parent just wrote is first copied aside (``lockguard``: a killed repro can cut it short)."""
     keep_good_lock()
-    ensure_fast_blas()
     try:
+        ensure_fast_blas(strict=True)  # a stage builds with the pinned OpenBLAS or not at all
         main()
     except ArenaError as error:
         print(f"error: {error}", file=sys.stderr)
