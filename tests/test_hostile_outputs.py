@@ -77,3 +77,11 @@ def test_a_tournament_archive_is_not_own_output(repo):
     with pytest.raises(TraceImportError, match="not.*import-traces"):
         _run(repo, TRACES, out)
     assert json.loads(card.read_text())["players"][0]["pin"] == {"kind": "mlx"}
+
+
+def test_out_beside_the_traces_inside_their_run_dir_is_fine(repo):
+    run = repo / "outputs" / "run1"
+    run.mkdir(parents=True)
+    shutil.copy(TRACES, run / "traces.jsonl")
+    _run(repo, run, run / "cards")
+    assert (run / "traces.jsonl").read_bytes() == TRACES.read_bytes() and (run / "cards" / "leaderboard.json").exists()

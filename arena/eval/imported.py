@@ -280,7 +280,7 @@ def _replay_only(record: dict[str, Any], where: str) -> dict[str, Any]:
 
 
 def check_out(out: str | Path, inputs: Sequence[str | Path]) -> None:
-    """Refuse an ``out`` that replacing would lose data: a file, a directory holding or under the input traces, or
+    """Refuse an ``out`` that replacing would lose data: a file, a directory holding the input traces, or
     a non-empty directory that is not an earlier ``arena import-traces`` archive (only its cards and files)."""
     out = Path(out)
     if out.exists() and not out.is_dir():
@@ -288,9 +288,9 @@ def check_out(out: str | Path, inputs: Sequence[str | Path]) -> None:
     target = out.resolve()
     for path in map(Path, inputs):
         source = path.resolve()
-        if source == target or target in source.parents or source in target.parents:
-            raise TraceImportError(f"--out {out} holds or lies inside the input traces {path}; the archive "
-                                   "replaces --out whole, so name a directory apart from the traces")
+        if source == target or target in source.parents:
+            raise TraceImportError(f"--out {out} holds the input traces {path}; the archive replaces --out whole, "
+                                   "so name a directory apart from the traces")
     if not out.is_dir():
         return
     for entry in sorted(out.iterdir()):
