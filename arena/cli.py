@@ -346,13 +346,15 @@ def preset(preset: str, params: str) -> None:
 @click.option("--repo", default=".", show_default=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--strict", is_flag=True, help="a different platform tuple is a mismatch, not an interval check")
 @click.option("--no-fetch", is_flag=True, help="never fetch a missing model from the DVC remote")
-def verify(scorecards, repo, strict, no_fetch) -> None:
+@click.option("--model-dir", "model_dirs", multiple=True, type=click.Path(file_okay=False),
+              help="a directory outside --repo whose models cards may name (also $ARENA_MODEL_DIRS)")
+def verify(scorecards, repo, strict, no_fetch, model_dirs) -> None:
     """Re-derive each published SCORECARD from its pins: locate models by digest, check pins, re-play, compare."""
     from arena.eval.verify import verify_scorecard
 
     failed = 0
     for card in scorecards:
-        result = verify_scorecard(card, repo=repo, strict=strict, fetch=not no_fetch)
+        result = verify_scorecard(card, repo=repo, strict=strict, fetch=not no_fetch, model_dirs=model_dirs)
         click.echo(result.report())
         failed += not result.ok
     sys.exit(1 if failed else 0)

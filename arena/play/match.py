@@ -13,10 +13,11 @@ from tqdm import tqdm
 from arena.core.hashing import digest_bytes
 from arena.games.base import Game, Observation
 from arena.games.registry import make_game
+from arena.games.variants import MAX_ACTIONS
 from arena.players.base import Decision, Player
 
-# No game in scope lasts this long; a player stuck re-prompting forever is stopped and recorded as errored.
-MAX_ACTIONS = 400
+# MAX_ACTIONS (every variant is checked to end within it, games/variants.py): a player stuck re-prompting forever
+# is stopped there and the game recorded as errored.
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from arena.games.base import Observation
 from arena.players.base import Decision, Player
 from arena.players.config import FrontierConfig
 from arena.players.frontier_cache import CACHE_FORMAT, ResponseCache
-from arena.players.frontier_reply import AttemptFailed, Reply, parse_action, parse_reply
+from arena.players.frontier_reply import AttemptFailed, Reply, parse_action, parse_reply, scrub, scrub_reply
 from arena.players.specs import SPEC_PREFIX, FrontierError, check_model_name, normalise_base_url, parse_spec
 
 log = logging.getLogger(__name__)
@@ -124,8 +124,12 @@ class FrontierPlayer(Player):
         self.served_model: str | None = None
         self._cache = cache or ResponseCache()
         self._sleep = sleep
+        key = self._api_key()
+        # An endpoint may echo the key back (in a reply's text, its model id, /models): every reply is scrubbed
+        # of it where it enters arena (parse_reply, the cache's entries), so it never reaches disk or logs.
+        self._secrets = (key,) if key != DUMMY_KEY else ()
         self._client = openai.OpenAI(
-            api_key=self._api_key(),
+            api_key=key,
             base_url=self.base_url,
             timeout=self.config.timeout_s,
             max_retries=0,  # arena retries itself so every real attempt is counted against max_calls
@@ -199,6 +203,7 @@ class FrontierPlayer(Player):
         key = digest_config(request)
         reply = self._cache.get(key, request)
         if reply is not None:
+            reply = scrub_reply(reply, self._secrets)  # an entry written before replies were scrubbed
             self.stats.cache_hits += 1
         else:
             try:
@@ -274,7 +279,7 @@ class FrontierPlayer(Player):
             raise AttemptFailed(f"timed out reading the reply after {timeout:g} s", retryable=True) from None
         except httpx2.RequestError:
             raise AttemptFailed("connection lost while reading the reply", retryable=True) from None
-        return parse_reply(body)
+        return parse_reply(body, self._secrets)
 
     def check_endpoint(self) -> list[str]:
         """GET ``/models`` once; return the model ids served, or raise FrontierError naming the URL and the fix.
@@ -304,7 +309,7 @@ class FrontierPlayer(Player):
             ) from None
         except openai.OpenAIError:
             raise FrontierError(f"{url} did not answer with a model list: check BASE_URL") from None
-        return [str(model.id) for model in page.data]
+        return [scrub(str(model.id), self._secrets) for model in page.data]
 
 
 def redirect_refusal(status: int, headers: Any) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -135,3 +136,31 @@ def budget_note(shape: ModelShape, max_tokens: int, key: str, training: bool = F
             f"({per_token / 1024:.1f} KiB a token: {shape.layers} layers x {shape.kv_heads} kv heads x "
             f"{shape.head_dim} head dim, {shape.dtype_bytes}-byte {'activations kept' if training else 'values'}; "
             f"a scored position's {shape.vocab:,}-token log-probs count as {shape.head_weight} tokens)")
+
+
+def machine_memory_bytes() -> int:
+    """This machine's physical memory: the bound no model's weights (and training state) may pass."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def fits_note(need: float, what: str) -> str | None:
+    """None when ``need`` bytes fit this machine's memory, else the clause saying by how much they do not."""
+    have = machine_memory_bytes()
+    if need <= have:
+        return None
+    return f"{what} ~{need / 1e9:,.1f} GB (arena.players.memory) but this machine has {have / 1e9:,.1f} GB of memory"
+
+
+def require_loadable(config: Mapping[str, Any], where: str) -> None:
+    """Raise an ArenaError, before any weight is read, when a config.json's weights cannot fit this machine."""
+    try:
+        shape = ModelShape.from_config(config)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError, AttributeError):
+        return  # not a shape this formula reads: the loader reports it
+    if min(shape.layers, shape.hidden, shape.heads, shape.vocab, shape.intermediate) < 1:
+        raise ArenaError(f"{where}: config.json has a size below 1 ({shape}); the model directory is damaged")
+    note = fits_note(shape.weights_bytes(), "its weights need")
+    if note is not None:
+        sizes = ", ".join(f"{key} = {config.get(key)}" for key in ("num_hidden_layers", "hidden_size",
+                                                                   "intermediate_size", "vocab_size"))
+        raise ArenaError(f"{where}: config.json's {sizes}: {note}; not loaded")

@@ -23,7 +23,7 @@ from arena.players.config import MLXPlayerConfig
 from arena.players.head import check_head
 from arena.players.kvcache import TurnCache, bound_buffer_cache, rows_kv
 from arena.players.memo import PolicyMemo
-from arena.players.memory import budget_note, model_shape
+from arena.players.memory import budget_note, model_shape, require_loadable
 from arena.players.prompts import ChatPrompts, prompt_text
 from arena.players.scoring import inference_log_softmax, inference_loglik, per_decision, prompt_positions
 
@@ -52,7 +52,8 @@ def _loaded(path: Path, adapter: Path | None) -> tuple[Any, Any]:
     that do not match config.json) as one ArenaError naming the directory."""
     import mlx_lm
 
-    read_model_config(path)  # unreadable config.json: a PinError (an ArenaError) naming the file
+    # an unreadable config.json is a PinError (an ArenaError) naming the file; one beyond memory is refused unread
+    require_loadable(read_model_config(path), str(path))
     _check_tokenizer(path)
     try:
         if adapter is not None:
