@@ -18,7 +18,7 @@ from arena.eval.leaderboard import build_leaderboard
 from arena.eval.tournament import run_tournament
 from arena.report.html import build_html, write_report
 from arena.report.plots import PNG_SIGNATURE, ReportError, plot_head_to_head, plot_rounds, round_rows, validate_rounds
-from arena.report.table import render_table
+from arena.report.table import render_table, unrated_lines
 
 STRENGTH = {"oracle": 3.0, "first": 2.0, "random": 1.0, "mlx:artifacts/snapshots/r2": 2.5}
 CHROMIUM_FLAGS = [
@@ -49,27 +49,29 @@ def _history(leaderboard):
     return rows
 
 
-def test_render_table_lists_the_ranking(leaderboard):
+def test_render_table_lists_the_ranking_in_80_columns_with_short_names(leaderboard):
     table = render_table(leaderboard)
-    assert [column.header for column in table.columns] == [
-        "#",
-        "player",
-        "pin",
-        "mu",
-        "sigma",
-        "mu-3sigma",
-        "games",
-        "win rate",
-        "95% CI",
-    ]
+    assert [column.header for column in table.columns] == ["#", "player", "rating", "win rate", "95% CI"]
     assert table.row_count == len(leaderboard["ranking"]) == 4
+    console = Console(record=True, width=80)
+    console.print(table)
+    text = console.export_text()
+    assert "\u2026" not in text and max(len(line) for line in text.splitlines()) <= 80
+    names = ["round 2" if row["player"].endswith("snapshots/r2") else row["player"] for row in leaderboard["ranking"]]
+    positions = [text.index(name) for name in names]
+    assert positions == sorted(positions)
+    assert "mlx:artifacts" not in text
+    assert unrated_lines(leaderboard) == ["unrated: openai:gone@http://127.0.0.1:9 (failed to load or play: down)"]
+
+
+def test_render_table_wide_adds_spec_pin_mu_sigma_and_games(leaderboard):
+    table = render_table(leaderboard, wide=True)
+    assert [column.header for column in table.columns] == [
+        "#", "player", "spec", "pin", "mu", "sigma", "rating", "games", "win rate", "95% CI"]
     console = Console(record=True, width=200)
     console.print(table)
     text = console.export_text()
-    positions = [text.index(row["player"]) for row in leaderboard["ranking"]]
-    assert positions == sorted(positions)
-    assert leaderboard["ranking"][0]["pin_digest"][:12] in text
-    assert "unrated: openai:gone@http://127.0.0.1:9" in text
+    assert leaderboard["ranking"][0]["pin_digest"][:12] in text and "mlx:artifacts/snapshots/r2" in text
 
 
 def test_plots_are_byte_identical_across_renders_and_processes(leaderboard, tmp_path):
