@@ -40,18 +40,23 @@ def build(args: Sequence[str], again_s: float = RESEND_S) -> int:
     """Run ``dvc repro ARGS`` in its own process group, forwarding SIGINT and SIGTERM to it; its exit status.
 
     After a forwarded signal the group is signalled again every ``again_s`` seconds until it has exited (a stage
-    can miss one: a signal that lands while a library runs a child process with SIGINT ignored is lost), and
-    killed outright after ``RESENDS`` tries (whatever it was writing is swept by the next build)."""
-    process = subprocess.Popen([_dvc(), "repro", *args], start_new_session=True)
+    can miss one: C's ``system()`` ignores SIGINT in its caller while its child runs), and killed outright after
+    ``RESENDS`` tries (whatever it was writing is swept by the next build)."""
+    # The handlers go in first: a handled signal is reset to its default in a child, so the build and its stages
+    # take SIGINT even where this process was started with it ignored (a background job of a script).
+    group: list[int] = []
     stopping: list[int] = []
 
     def forward(signum: int, _frame: object) -> None:
         if not stopping:
             print("\nstopping the build: the running stage writes nothing", file=sys.stderr, flush=True)
         stopping.append(signum)
-        _signal_group(process.pid, signum)
+        if group:
+            _signal_group(group[0], signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    process = subprocess.Popen([_dvc(), "repro", *args], start_new_session=True)
+    group.append(process.pid)
     try:
         while True:
             try:
