@@ -108,3 +108,20 @@ def test_dvc_metrics_are_only_the_per_round_headline_files():
     metrics = [next(iter(entry)) if isinstance(entry, dict) else entry
                for stage in stages.values() for entry in (stage.get("do", stage).get("metrics") or [])]
     assert metrics == ["artifacts/metrics/r0.json", "artifacts/metrics/r${item.n}.json"]
+
+
+def test_a_leaderboard_from_verified_cards_is_the_same_leaderboard():
+    from tourney_fakes import ScriptedPlay
+
+    from arena.eval.config import EvalConfig
+    from arena.eval.leaderboard import build_leaderboard
+    from arena.eval.tournament import run_tournament
+
+    config = EvalConfig.from_dict({"games": ["kuhn"], "seeds": [1000, 1020]})
+    cards = run_tournament(config, ["oracle", "first", "random"],
+                           ScriptedPlay({"oracle": 3.0, "first": 2.0, "random": 1.0})).cards
+    board = build_leaderboard(cards)
+    assert build_leaderboard(cards, verified=True) == board
+    # One game: its ratings are the overall ranking's.
+    assert [(r["player"], r["mu"]) for r in board["ratings_by_game"]["kuhn"]] == \
+        [(r["player"], r["mu"]) for r in board["ranking"]]
