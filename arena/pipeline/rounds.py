@@ -2,7 +2,8 @@
 
 A round is one DVC stage (so a no-op ``dvc repro`` stays cheap as rounds grow) whose five outputs are each
 their own content-addressed artifact directory with a ``meta.json``; the steps run in order, each reading
-the artifacts the previous steps wrote.
+the artifacts the previous steps wrote. A finished round writes its few headline numbers (``dvc metrics show``'s
+file) and says them in one stderr line.
 """
 
 from __future__ import annotations
