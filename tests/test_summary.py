@@ -125,3 +125,19 @@ def test_a_leaderboard_from_verified_cards_is_the_same_leaderboard():
     # One game: its ratings are the overall ranking's.
     assert [(r["player"], r["mu"]) for r in board["ratings_by_game"]["kuhn"]] == \
         [(r["player"], r["mu"]) for r in board["ranking"]]
+
+
+def test_a_shared_progress_bar_advances_a_game_at_a_time_and_stays_open():
+    import io
+
+    from tqdm import tqdm
+
+    from arena.play.match import duplicate_schedule, play_match
+    from arena.players.scripted import make_scripted
+
+    schedule = list(duplicate_schedule(range(10), 20))
+    bar = tqdm(total=40, file=io.StringIO(), disable=False)
+    for _ in range(2):  # two matches under one bar, as a round's evaluation plays them
+        play_match("kuhn", (make_scripted("random"), make_scripted("oracle")), schedule, bar=bar)
+    assert bar.n == 40 and not bar.disable
+    bar.close()
