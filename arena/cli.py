@@ -10,6 +10,7 @@ import click
 
 import arena
 from arena.cli_checks import check_artifacts, replay
+from arena.cli_results import leaderboard, summary
 from arena.cli_traces import import_traces
 from arena.core.blas import ensure_fast_blas
 from arena.core.errors import ArenaError, disk_full, is_disk_full
@@ -39,7 +40,7 @@ _thinking = click.option("--thinking/--no-thinking", default=False, show_default
                          help="MLX players' enable_thinking (chat templates with a thinking switch)")
 
 
-@click.group(cls=_Group, commands=[import_traces, replay, check_artifacts],
+@click.group(cls=_Group, commands=[import_traces, replay, check_artifacts, leaderboard, summary],
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(arena.__version__, prog_name="arena")
 def main() -> None:
@@ -120,7 +121,7 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, params
     from arena.games.registry import get_spec
     from arena.play.match import duplicate_schedule, timed_match
     from arena.play.records import write_shard
-    from arena.play.stats import summarize_match
+    from arena.play.stats import chips_interval, summarize_match
     from arena.players.build import PlayerConfigs
     from arena.players.config import MLXPlayerConfig
 
@@ -136,6 +137,8 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, params
     records, rate = timed_match(game, players, schedule, variant=_variant(variant), concurrency=concurrency)
     summary = summarize_match(records, players[0].spec, players[1].spec)
     summary["games_per_sec"] = round(rate, 2)
+    if summary.get("mean_chips_per_round"):  # a chip game: its measure is chips, not wins
+        summary["p0_chips_per_hand"] = chips_interval(records, players[0].spec)
     if out:
         write_shard(out, records)
     if as_json:
@@ -182,29 +185,6 @@ def probe(games, games_per_check, kuhn_games_per_check, seed) -> None:
     checks = run_probe(config, progress=True)
     print_checks(checks)
     sys.exit(0 if all(c.passed for c in checks) else 1)
-
-
-@main.command()
-@click.argument("archives", nargs=-1, type=click.Path())
-@click.option("--json", "as_json", is_flag=True, help="print the leaderboard JSON instead of a table")
-def leaderboard(archives, as_json) -> None:
-    """Rank players from score-card ARCHIVES (default: artifacts/scores/baseline and .../final)."""
-    from pathlib import Path
-
-    from rich.console import Console
-
-    from arena.report.publish import leaderboard_from
-    from arena.report.table import render_table
-
-    archives = archives or tuple(str(p) for p in (Path("artifacts/scores/baseline"), Path("artifacts/scores/final"))
-                                 if p.is_dir())
-    if not archives:
-        raise ArenaError("no score-card archive found; run `dvc repro` first or pass archive directories")
-    board = leaderboard_from(archives)
-    if as_json:
-        click.echo(json.dumps(board, indent=2, sort_keys=True))
-    else:
-        Console().print(render_table(board))
 
 
 @main.command("kuhn-policy")

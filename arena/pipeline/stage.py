@@ -36,11 +36,17 @@ def check_own_package() -> None:
         )
 
 
+# A stage stopped by SIGINT exits as a shell reports a command killed by it: 128 + 2.
+INTERRUPTED = 130
+
+
 def run(main: Callable[[], None]) -> None:
     """Run a stage's ``main`` after loading OpenBLAS (before anything imports mlx: stage scripts import their
-    logic inside ``main``); a user error (bad params, missing model) or a full disk prints ``error: ...``, exit 2.
-    Under DVC, the whole dvc.lock its parent just wrote is first copied aside (``lockguard``: a killed repro can cut
-    it short)."""
+    logic inside ``main``); a user error (bad params, missing model) or a full disk prints ``error: ...``, exit 2;
+    Ctrl-C (SIGINT) prints one line and exits 130, every output it was writing removed (``core.artifacts``'
+    temporaries are dropped on any exception), so a rerun of ``dvc repro`` starts the stage afresh. Under DVC,
+    the whole dvc.lock its parent just wrote is first copied aside (``lockguard``: a killed repro can cut it
+    short)."""
     keep_good_lock()
     try:
         check_own_package()
@@ -54,3 +60,7 @@ def run(main: Callable[[], None]) -> None:
             raise
         print(f"error: {disk_full(error)}", file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {Path(sys.argv[0]).stem} stopped, nothing of it written; `dvc repro` reruns it",
+              file=sys.stderr)
+        sys.exit(INTERRUPTED)

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from tqdm import tqdm
 
 from arena.core.errors import ArenaError
 from arena.play.match import Slot, play_match
@@ -93,13 +96,17 @@ class PlayerPool:
         return got
 
 
-def play_task(pool: PlayerPool, task: Task) -> list[dict[str, Any]] | LoadFailure:
-    """A task's records (its cohorts, in order), or the first of its seats that failed to build."""
+def play_task(pool: PlayerPool, task: Task, bar: tqdm | None = None) -> list[dict[str, Any]] | LoadFailure:
+    """A task's records (its cohorts, in order), or the first of its seats that failed to build; ``bar`` (if
+    any) advances a game at a time."""
     players = tuple(pool.get(seat) for seat in task.seats)
     failed = [p for p in players if isinstance(p, LoadFailure)]
     if failed:
+        if bar is not None:
+            bar.update(len(task.slots))
         return failed[0]
-    return play_match(task.game_id, players, task.slots, variant=task.variant, concurrency=COHORT, progress=False)
+    return play_match(task.game_id, players, task.slots, variant=task.variant, concurrency=COHORT, progress=False,
+                      bar=bar)
 
 
 def split(matches: Sequence[Match], workers: int) -> list[Task]:
@@ -129,20 +136,25 @@ def ray_address() -> str | None:
     return os.environ.get(ADDRESS_ENV, "").strip() or None
 
 
-def play_here(matches: Sequence[Match], pool: PlayerPool) -> list[list[dict[str, Any]] | LoadFailure]:
-    """Every match's records in schedule order, played in this process by ``pool``'s players."""
+def play_here(matches: Sequence[Match], pool: PlayerPool,
+              label: str = "games") -> list[list[dict[str, Any]] | LoadFailure]:
+    """Every match's records in schedule order, played in this process by ``pool``'s players, under one progress
+    bar on stderr named ``label`` (shown only on a terminal)."""
     tasks = split(matches, 1)
-    return merge(matches, tasks, [play_task(pool, task) for task in tasks])
+    with tqdm(total=sum(len(task.slots) for task in tasks), desc=label, unit="game", file=sys.stderr,
+              disable=None, leave=False) as bar:
+        return merge(matches, tasks, [play_task(pool, task, bar) for task in tasks])
 
 
-def play_all(matches: Sequence[Match], pool: PlayerPool | None = None) -> list[list[dict[str, Any]] | LoadFailure]:
+def play_all(matches: Sequence[Match], pool: PlayerPool | None = None,
+             label: str = "games") -> list[list[dict[str, Any]] | LoadFailure]:
     """Every match's records in schedule order, or its load failure; on Ray when ``$ARENA_RAY_ADDRESS`` is set.
 
     ``pool`` holds players this process already built (used by the in-process path only).
     """
     address = ray_address()
     if address is None:
-        return play_here(matches, pool or PlayerPool())
+        return play_here(matches, pool or PlayerPool(), label)
     from arena.play.rayexec import ray_workers
 
     workers = ray_workers(address)
@@ -150,9 +162,10 @@ def play_all(matches: Sequence[Match], pool: PlayerPool | None = None) -> list[l
     return merge(matches, tasks, workers.run(tasks))
 
 
-def play_matches(matches: Sequence[Match], pool: PlayerPool | None = None) -> list[list[dict[str, Any]]]:
+def play_matches(matches: Sequence[Match], pool: PlayerPool | None = None,
+                 label: str = "games") -> list[list[dict[str, Any]]]:
     """``play_all``, with a seat that failed to build raised as the ArenaError it gave."""
-    played = play_all(matches, pool)
+    played = play_all(matches, pool, label)
     failed = next((result for result in played if isinstance(result, LoadFailure)), None)
     if failed is not None:
         raise ArenaError(failed.reason)

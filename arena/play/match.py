@@ -170,6 +170,7 @@ def play_match(
     variant: Mapping[str, Any] | None = None,
     concurrency: int = 64,
     progress: bool = True,
+    bar: tqdm | None = None,
 ) -> list[dict[str, Any]]:
     """Play every scheduled game between ``players`` and return one record per game, in schedule order.
 
@@ -178,14 +179,18 @@ def play_match(
     player state. A cohort's records depend on its games alone, so any split of the schedule at cohort
     boundaries (``arena.play.distributed``) gives the same bytes as one call. A player's error (or exception)
     stops only the games it was deciding, which are recorded as errored and counted for neither side.
+    ``bar``: a progress bar shared with other matches (its owner closes it), advanced a game at a time;
+    otherwise this match's own bar.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency = {concurrency} must be >= 1")
     pins = [players[0].pin(), players[1].pin()]
     records: dict[int, dict[str, Any]] = {}
     indexed = list(enumerate(schedule))
-    bar = tqdm(total=len(schedule), desc=f"{game_id}: {players[0].spec} vs {players[1].spec}", unit="game",
-               file=sys.stderr, disable=None if progress else True, leave=False)
+    own = bar is None
+    if bar is None:
+        bar = tqdm(total=len(schedule), desc=f"{game_id}: {players[0].spec} vs {players[1].spec}", unit="game",
+                   file=sys.stderr, disable=None if progress else True, leave=False)
     for start in range(0, len(indexed), concurrency):
         running = _start_cohort(indexed[start : start + concurrency], players, game_id, variant)
         while running:
@@ -193,7 +198,8 @@ def play_match(
             for player in dict.fromkeys(players):
                 _ask(player, running)
             running = _finish(running, records, game_id, pins, bar)
-    bar.close()
+    if own:
+        bar.close()
     return [records[i] for i in range(len(schedule))]
 
 

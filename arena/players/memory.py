@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -130,12 +131,24 @@ def model_shape(model: Any) -> ModelShape:
 
 
 def budget_note(shape: ModelShape, max_tokens: int, key: str, training: bool = False) -> str:
-    """One line: the memory a scoring budget implies for this model (``pass_bytes``)."""
+    """One line: the bound a scoring budget puts on a pass's memory for this model (``pass_bytes``)."""
     per_token = shape.token_bytes(training)
-    return (f"{key} = {max_tokens} tokens -> up to ~{shape.pass_bytes(max_tokens, training) / 2**20:,.0f} MiB a pass "
-            f"({per_token / 1024:.1f} KiB a token: {shape.layers} layers x {shape.kv_heads} kv heads x "
-            f"{shape.head_dim} head dim, {shape.dtype_bytes}-byte {'activations kept' if training else 'values'}; "
-            f"a scored position's {shape.vocab:,}-token log-probs count as {shape.head_weight} tokens)")
+    return (f"memory bound: {key} = {max_tokens} tokens, so a {'training' if training else 'scoring'} pass stays "
+            f"under ~{shape.pass_bytes(max_tokens, training) / 2**20:,.0f} MiB ({per_token / 1024:.1f} KiB a token: "
+            f"{shape.layers} layers x {shape.kv_heads} kv heads x {shape.head_dim} head dim, "
+            f"{shape.dtype_bytes}-byte {'activations kept' if training else 'values'}; a scored position's "
+            f"{shape.vocab:,}-token log-probs count as {shape.head_weight} tokens)")
+
+
+_SAID: set[str] = set()
+
+
+def say_once(key: str, line: str) -> None:
+    """Print ``line`` to stderr the first time ``key`` is said in this process: a stage (one process) builds its
+    model several times (rollouts, pool, evaluation) and states each bound once."""
+    if key not in _SAID:
+        _SAID.add(key)
+        print(line, file=sys.stderr)
 
 
 def machine_memory_bytes() -> int:

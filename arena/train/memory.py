@@ -49,12 +49,12 @@ def memory_note(model_dir: str | Path, tokens: int = PASS_TOKENS, lora_layers: i
     config = read_model_config(model_dir)
     r = memory_report(config, tokens, lora_layers, lora_rank)
     quant = f"q{config.get('quantization', {}).get('bits')}" if config.get("quantization") else "float"
-    return (f"memory estimate for {model_dir} ({r['parameters_millions']:.1f}M parameters, {quant}): weights "
-            f"{r['weights_gb']:.2f} GB; a pass of {tokens} tokens: scoring +{r['scoring_pass_gb']:.2f} GB "
-            f"(+{r['turn_cache_gb']:.2f} GB of keys and values kept across turns), training "
-            f"+{r['training_pass_gb']:.2f} GB (+{r['training_state_gb']:.3f} GB "
-            f"{'LoRA' if lora_layers else 'full'} training state); a training step up to "
-            f"{training_bound_gb(r):.2f} GB -- an upper bound (arena.players.memory)")
+    return (f"memory bound for {model_dir} ({r['parameters_millions']:.1f}M parameters, {quant}), from its shapes "
+            f"(arena.players.memory), not measured: a training step stays under {training_bound_gb(r):.2f} GB = "
+            f"weights {r['weights_gb']:.2f} GB + {r['training_state_gb']:.3f} GB {'LoRA' if lora_layers else 'full'} "
+            f"training state + a full pass of {tokens} tokens {r['training_pass_gb']:.2f} GB; scoring a full pass "
+            f"adds at most {r['scoring_pass_gb']:.2f} GB (+{r['turn_cache_gb']:.2f} GB of keys and values kept across "
+            "turns)")
 
 
 # base: keys -> config.json names, for the shapes built from a seed (embedded, standin).

@@ -95,10 +95,11 @@ def play_iteration(learner: MLXPlayer, pool: dict[str, Any], config: SelfPlayCon
     players.add(seat, learner)
     _, per_game = _iteration_matches(seat, pool, config, seeds, round_number, iteration)
     matches = [match for matches in per_game for match in matches]
-    played = play_here(matches, players)
+    played = play_here(matches, players, f"rollouts r{round_number}.{iteration}")
     if not branches:
         return _records(per_game, played), None
-    return _records(per_game, played), _branch_records(matches, played, lambda m: play_here(m, players))
+    return _records(per_game, played), _branch_records(matches, played,
+                                                             lambda m: play_here(m, players, "branch games"))
 
 
 def play_round(snapshot: str | Path, pool_file: str | Path, config: SelfPlayConfig, seeds: SeedsConfig,
@@ -114,7 +115,7 @@ def play_round(snapshot: str | Path, pool_file: str | Path, config: SelfPlayConf
     pool = load_pool(pool_file)
     deals, per_game = _iteration_matches(learner, pool, config, seeds, round_number, 0)
     matches = [match for matches in per_game for match in matches]
-    played = play_matches(matches)
+    played = play_matches(matches, label=f"rollouts r{round_number}")
     ordered = _records(per_game, played)
     with atomic_dir(out_dir) as tmp:
         count = write_shard(tmp / SHARD_FILE, ordered)

@@ -23,7 +23,7 @@ from arena.play.distributed import PlayerPool
 from arena.play.records import read_shard
 from arena.players.config import sampling_config
 from arena.players.memo import PolicyMemo
-from arena.players.memory import budget_note
+from arena.players.memory import budget_note, say_once
 from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig, TrainConfig
 from arena.train.fuse import lookahead, save_fused
@@ -288,9 +288,8 @@ def optimise(policy: MLXPlayer, ref: MLXPlayer, data: Decisions, snapshot: str |
     if config.method == "lora":
         attach_lora(policy.model, config, snapshot)
     if world.is_writer:
-        print(f"[arena] train r{round_number}: "
-              f"{budget_note(policy.shape, config.max_batch_tokens, 'train.max_batch_tokens', training=True)}",
-              file=sys.stderr)
+        note = budget_note(policy.shape, config.max_batch_tokens, "train.max_batch_tokens", training=True)
+        say_once(f"train {config.max_batch_tokens} {policy.shape}", f"[arena] train r{round_number}: {note}")
     update = _update(policy, config, temperature, round_number, world)
     start = policy.model.parameters()  # the update replaces arrays, never mutates them: this stays the start
     bar = tqdm(total=config.steps * iterations.count, desc=f"train r{round_number}", unit="step", file=sys.stderr,
