@@ -130,10 +130,8 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, params
     if out:
         write_shard(out, records)
     note = errored_note(records, f"{game} ({players[0].spec} vs {players[1].spec})")
-    if all_errored(records):
-        raise ArenaError(note)
-    if note:
-        click.echo(f"warning: {note}", err=True)
+    if note:  # before the summary, so --json's last line stays the summary
+        click.echo(f"{'error' if all_errored(records) else 'warning'}: {note}", err=True)
     summary = summarize_match(records, players[0].spec, players[1].spec)
     summary["games_per_sec"] = round(rate, 2)
     if as_json:
@@ -144,6 +142,8 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, params
         from arena.report.table import render_match
 
         Console().print(render_match(summary, players[0].spec, players[1].spec))
+    if all_errored(records):
+        sys.exit(1)  # nothing was measured
 
 
 @main.command()
