@@ -182,10 +182,10 @@ def emit_table(rows: Sequence[str], title: str, settings: Any, out: Path | None)
 
 
 def uniform_logp(game: str) -> list[Any]:
-    """Per information state of ``game`` (``arena.train.grpo.fullwidth.info_states``), the uniform log-policy."""
+    """Per information state of ``game`` (``arena.train.selfplay.fullwidth.info_states``), the uniform log-policy."""
     import numpy as np
 
-    from arena.train.grpo.fullwidth import info_states
+    from arena.train.selfplay.fullwidth import info_states
 
     return [np.full(len(cols), -np.log(len(cols))) for cols in info_states(game).columns]
 
@@ -195,7 +195,7 @@ def exact_table_rounds(game: str, start: Sequence[Any], lr: float, config: Any, 
     """Full-width NeuRD on ``game``'s exact table, no network: from the per-state log-policy ``start``, each
     iteration replaces the policy by the pipeline's own targets (``full_width_targets`` under the TrainConfig
     ``config``), the magnet moving to the policy at each round's start; the policy at each round's end."""
-    from arena.train.grpo.fullwidth import full_width_targets
+    from arena.train.selfplay.fullwidth import full_width_targets
 
     current, ends = list(start), []
     for step in range(rounds * iterations):

@@ -5,7 +5,7 @@ Usage (from the repository root):
                                 [--png curves.png] [--merge earlier.json ...]
 
 Each preset overrides keys of params.yaml's `selfplay`/`train` sections and runs `--rounds` rounds of exactly what
-the round stages run (arena.train.grpo rollouts and update, arena.train.fuse, arena.train.pool) from the embedded
+the round stages run (arena.train.selfplay rollouts and update, arena.train.fuse, arena.train.pool) from the embedded
 base model built for the run; after each round it records the exact exploitability (arena.games.kuhn_theory) of the
 new snapshot (the last iterate) and of the pool's reach-weighted average policy. Seed s shifts the training deal
 block by s * 10^6 and sets train.seed = s. The `distill` presets replace each snapshot by the pool's average policy
@@ -41,9 +41,9 @@ from arena.players.mlx import MLXPlayer  # noqa: E402
 from arena.players.policy import model_policy  # noqa: E402
 from arena.train.config import PoolConfig, SelfPlayConfig, TrainConfig  # noqa: E402
 from arena.train.fuse import copy_snapshot, fuse_round  # noqa: E402
-from arena.train.grpo.rollouts import play_round  # noqa: E402
-from arena.train.grpo.step import train_round  # noqa: E402
 from arena.train.pool import build_pool, load_pool, pool_average_policy  # noqa: E402
+from arena.train.selfplay.rollouts import play_round  # noqa: E402
+from arena.train.selfplay.step import train_round  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBES = ("lr3e-4", "lr1e-3", "4096deals")  # not in the default run

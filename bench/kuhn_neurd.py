@@ -26,7 +26,7 @@ import numpy as np
 
 from arena.games.kuhn_theory import INFO_SET_INDEX, exploitability, policy_from_array
 from arena.train.config import TrainConfig
-from arena.train.grpo.schedule import neurd_rate
+from arena.train.selfplay.schedule import neurd_rate
 
 TERMINAL = {"pp": 1, "bp": 1, "bb": 2, "pbp": -1, "pbb": 2}  # stake; "bp" and "pbp" are folds (fixed sign)
 ACTOR = {"": 0, "p": 1, "b": 1, "pb": 0}
@@ -57,7 +57,7 @@ def bet_logit(bet: np.ndarray) -> np.ndarray:
 
 def decayed(lr: float, step: int, decay_steps: int) -> float:
     """Step ``step``'s (1-based) step size: ``lr`` / sqrt(1 + (step - 1) / ``decay_steps``), or ``lr`` if 0, as
-    the pipeline's ``train.neurd_lr`` / ``train.neurd_decay`` (arena.train.grpo.schedule.neurd_rate)."""
+    the pipeline's ``train.neurd_lr`` / ``train.neurd_decay`` (arena.train.selfplay.schedule.neurd_rate)."""
     return neurd_rate(TrainConfig(objective="neurd", neurd_lr=lr, neurd_decay=decay_steps), step)
 
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from arena.games import leduc_theory as lt
 from arena.games.leduc_cfr import action_gains
-from arena.train.grpo.schedule import decayed
+from arena.train.selfplay.schedule import decayed
 
 LOGIT_CLIP = 6.0
 TARGET = 1.893 / 5  # issue 14's "falls 5x" from the stock model's Leduc exploitability (README, round 0)

@@ -4,7 +4,7 @@
     python bench/neurd_fit.py run [--model DIR] [--iterations 20]     # a round of full-width targets, and the table
     python bench/neurd_fit.py steps                                   # both games' exact tables by neurd_lr, no model
 
-The pipeline's NeuRD fit (arena.train.grpo.neurd) has targets only at the prompts an iteration's games visited, and
+The pipeline's NeuRD fit (arena.train.selfplay.neurd) has targets only at the prompts an iteration's games visited, and
 bench/leduc_tracking.py shows the network losing to its exact twin below ~0.5. This separates the two suspects,
 coverage and conditioning, by removing sampling and coverage: every target here is the exact expected NeuRD target
 (arena.games.leduc_cfr's exact action values; the halving makes it the sampled targets' expectation, as
@@ -43,9 +43,9 @@ from arena.players.config import MLXPlayerConfig  # noqa: E402
 from arena.players.mlx import MLXPlayer  # noqa: E402
 from arena.players.policy import leduc_canonical_observations  # noqa: E402
 from arena.train.config import TrainConfig  # noqa: E402
-from arena.train.grpo.fullwidth import as_table, full_width_targets  # noqa: E402
-from arena.train.grpo.fullwidth import exploitability as exact  # noqa: E402
-from arena.train.grpo.neurd import NeuRDFit, Targets, all_action_logp  # noqa: E402
+from arena.train.selfplay.fullwidth import as_table, full_width_targets  # noqa: E402
+from arena.train.selfplay.fullwidth import exploitability as exact  # noqa: E402
+from arena.train.selfplay.neurd import NeuRDFit, Targets, all_action_logp  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET = (65536, "train.max_batch_tokens")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arena.train.grpo.loss import _as_vector  # the GRPO advantages' own 1-D check, not a copy of it
+from arena.train.selfplay.grpo import _as_vector  # the GRPO advantages' own 1-D check, not a copy of it
 
 
 @dataclass(frozen=True)

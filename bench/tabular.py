@@ -12,7 +12,7 @@ import numpy as np
 from role_baseline import role_advantages, role_baseline, update_role_baseline  # bench/, beside this file
 
 from arena.games.kuhn_theory import DEALS, INFO_SETS, exploitability, own_reach, policy_from_array
-from arena.train.grpo.loss import check_loss_hyperparameters, chosen_log_probs, group_advantages, grpo_loss
+from arena.train.selfplay.grpo import check_loss_hyperparameters, chosen_log_probs, group_advantages, grpo_loss
 
 PoolSampling = Literal["latest", "uniform", "lagged"]
 LrDecay = Literal["constant", "inverse_sqrt", "linear"]

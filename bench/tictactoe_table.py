@@ -3,7 +3,7 @@
     python bench/tictactoe_table.py [--rounds 8] [--iterations 20] [--model DIR] [--out FILE]
 
 Each iteration replaces the policy at all 4,520 reachable positions by its full-width NeuRD target
-(``arena.train.grpo.fullwidth.full_width_targets``: exact self-play action values from the game tree), the magnet
+(``arena.train.selfplay.fullwidth.full_width_targets``: exact self-play action values from the game tree), the magnet
 moving to the policy at each round's start, as ``train.neurd_values: exact`` does before the fit. This is what the
 network is fitted to, without the fit's lag, so it says which ``neurd_lr``, ``neurd_clip`` and weighting a TicTacToe
 recipe can reach <= 1% from both seats with. Starts from uniform, or from ``--model``'s own policy. Prints, per setting
@@ -22,7 +22,7 @@ from common import emit_table, exact_table_rounds, uniform_logp
 
 from arena.games import tictactoe_theory as tt
 from arena.train.config import TrainConfig
-from arena.train.grpo.fullwidth import as_table, info_states
+from arena.train.selfplay.fullwidth import as_table, info_states
 
 # (neurd_lr, neurd_clip, neurd_weighting): the recipe's step and its neighbours, at the default's clip and at 12.
 SETTINGS = ((4.0, 12.0, "counterfactual"), (8.0, 12.0, "counterfactual"), (16.0, 12.0, "counterfactual"),
@@ -38,7 +38,7 @@ def start_policy(model: Path | None) -> list[np.ndarray]:
     ensure_fast_blas()
     from arena.players.config import MLXPlayerConfig
     from arena.players.mlx import MLXPlayer
-    from arena.train.grpo.neurd import all_action_logp
+    from arena.train.selfplay.neurd import all_action_logp
 
     player = MLXPlayer(str(model), MLXPlayerConfig(view="compact", temperature=1.0, max_batch_tokens=65536))
     return all_action_logp(player, list(info_states("tictactoe").observations), 1.0, 65536, "train.max_batch_tokens")

@@ -303,7 +303,7 @@ def test_neurd_fit_targets_are_the_exact_tables_step_at_every_information_state(
     from neurd_fit import as_sigma, exact_config, exact_targets, mean_kl
 
     from arena.games import leduc_theory as lt
-    from arena.train.grpo.fullwidth import info_states
+    from arena.train.selfplay.fullwidth import info_states
 
     uniform = lt.uniform_array()
     current = [np.log(uniform[row, list(cols)]) for row, cols in enumerate(info_states("leduc").columns)]

@@ -17,7 +17,7 @@ from arena.players.config import MLXPlayerConfig
 from arena.players.mlx import MLXPlayer
 from arena.players.scripted import RandomPlayer
 from arena.train.config import SelfPlayConfig, TrainConfig
-from arena.train.grpo.branches import (
+from arena.train.selfplay.branches import (
     BRANCHES_FILE,
     MAX_COUNTERFACTUAL_WEIGHT,
     action_values,
@@ -26,10 +26,10 @@ from arena.train.grpo.branches import (
     decision_values,
     own_reach,
 )
-from arena.train.grpo.neurd import NeuRDFit, all_action_logp, neurd_target, visit_sums
-from arena.train.grpo.rollouts import play_round
-from arena.train.grpo.schedule import neurd_rate
-from arena.train.grpo.step import learner_decisions, train_round
+from arena.train.selfplay.neurd import NeuRDFit, all_action_logp, neurd_target, visit_sums
+from arena.train.selfplay.rollouts import play_round
+from arena.train.selfplay.schedule import neurd_rate
+from arena.train.selfplay.step import learner_decisions, train_round
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # not a package: scripts import each other
 JACK_OPENS = "0"  # kuhn_theory's information set: the Jack, nothing played yet

@@ -18,8 +18,8 @@ from arena.players.build import PlayerConfigs
 from arena.players.config import sampling_config
 from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig
-from arena.train.grpo.branches import BRANCHES_FILE, branch_key, branch_slots
 from arena.train.pool import load_pool, sample_opponents
+from arena.train.selfplay.branches import BRANCHES_FILE, branch_key, branch_slots
 
 
 def round_seeds(seeds: SeedsConfig, config: SelfPlayConfig, round_number: int, iteration: int = 0) -> range:
@@ -39,7 +39,7 @@ def _matches(learner: Seat, pool: dict[str, Any], game: str, variant: Any, deals
     """One game's matches: per pool opponent (sorted), its deals ``group_size`` times each.
 
     The pool member that is the learner's own snapshot is the learner's seat (self-play), so within a round's later
-    iterations (``arena.train.grpo.step``) the opponent is the live policy, as it is at the start.
+    iterations (``arena.train.selfplay.step``) the opponent is the live policy, as it is at the start.
     """
     opponents = sample_opponents(pool, len(deals), seed=draw)
     return [Match(game, (learner, learner if spec == learner.spec else Seat(spec, learner.configs)),

@@ -34,11 +34,11 @@ def launch_args() -> list[str] | None:
 
 
 def launch_for(loop: str, objective: str = "grpo") -> list[str] | None:
-    """mlx.launch's arguments for a round of ``loop`` (None: train in this process); only loop: grpo with
+    """mlx.launch's arguments for a round of ``loop`` (None: train in this process); only loop: selfplay with
     train.objective: grpo runs launched (NeuRD's targets and fit run in one process)."""
     args = launch_args()
-    if args is not None and loop != "grpo":
-        raise ArenaError(f"{LAUNCH_ENV} is set, but data-parallel training runs loop: grpo only (this is loop: "
+    if args is not None and loop != "selfplay":
+        raise ArenaError(f"{LAUNCH_ENV} is set, but data-parallel training runs loop: selfplay only (this is loop: "
                          f"{loop}): unset {LAUNCH_ENV}")
     if args is not None and objective != "grpo":
         raise ArenaError(f"{LAUNCH_ENV} is set, but data-parallel training runs train.objective: grpo only (this is "
@@ -57,7 +57,8 @@ def _launcher() -> str:
 
 def launch_command(args: Sequence[str], job: Mapping[str, Any]) -> list[str]:
     """The command that runs ``job`` on every rank mlx.launch starts (each rank gets the job on its argv)."""
-    return [_launcher(), *args, "--", sys.executable, "-m", "arena.train.grpo.launch", json.dumps(job, sort_keys=True)]
+    module = "arena.train.selfplay.launch"
+    return [_launcher(), *args, "--", sys.executable, "-m", module, json.dumps(job, sort_keys=True)]
 
 
 def launch_train_round(args: Sequence[str], snapshot: str | Path, reference: str | Path, shard: str | Path,
@@ -87,8 +88,8 @@ def run_job(job: Mapping[str, Any]) -> dict[str, Any]:
     from arena.core.config import load_section
     from arena.core.seeds import SeedsConfig
     from arena.train.config import SelfPlayConfig, TrainConfig
-    from arena.train.grpo.dataparallel import init_world
-    from arena.train.grpo.step import train_round
+    from arena.train.selfplay.dataparallel import init_world
+    from arena.train.selfplay.step import train_round
 
     world = init_world()
     params = job["params"]
@@ -104,7 +105,7 @@ def main(argv: Sequence[str]) -> None:
 
     ensure_fast_blas()
     if len(argv) != 1:
-        raise SystemExit("usage: python -m arena.train.grpo.launch JOB_JSON (the round stage builds the job)")
+        raise SystemExit("usage: python -m arena.train.selfplay.launch JOB_JSON (the round stage builds the job)")
     try:
         run_job(json.loads(argv[0]))
     except ArenaError as error:

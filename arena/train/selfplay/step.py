@@ -27,12 +27,12 @@ from arena.players.memory import budget_note
 from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig, TrainConfig
 from arena.train.fuse import lookahead, save_fused
-from arena.train.grpo.branches import decision_values, read_branches
-from arena.train.grpo.dataparallel import World
-from arena.train.grpo.neurd import NeuRDFit
-from arena.train.grpo.schedule import neurd_rate, round_clip, round_learning_rate
-from arena.train.grpo.update import GRPOUpdate, chosen_logp, distinct_rows
 from arena.train.lora import adapter_config, attach_lora, check_trainable
+from arena.train.selfplay.branches import decision_values, read_branches
+from arena.train.selfplay.dataparallel import World
+from arena.train.selfplay.neurd import NeuRDFit
+from arena.train.selfplay.schedule import neurd_rate, round_clip, round_learning_rate
+from arena.train.selfplay.update import GRPOUpdate, chosen_logp, distinct_rows
 
 # ----------------------------------------------------------------------------------------------- training data
 
@@ -83,7 +83,7 @@ def learner_decisions(records: Sequence[Mapping[str, Any]], learner_spec: str, c
                       branches: Sequence[Mapping[str, Any]] | None = None) -> Decisions:
     """The learner's decisions with group advantages (a group = every game played from one deal of one game, from
     one seat where ``config.group_by`` says so), and with ``branches`` (their branch games) every action's value."""
-    from arena.train.grpo.loss import group_advantages
+    from arena.train.selfplay.grpo import group_advantages
 
     games = _scored_games(records, learner_spec, config)
     decisions = _flat_decisions(games, group_advantages([g[2] for g in games],
@@ -182,8 +182,8 @@ def _run_steps(update: GRPOUpdate, data: Decisions, keep: np.ndarray, logp_ref: 
 def _fresh_rollouts(policy: MLXPlayer, pool_file: str | Path, selfplay: SelfPlayConfig, seeds: SeedsConfig,
                     round_number: int, config: TrainConfig) -> Callable[[int], Decisions]:
     """Iteration i's decisions: the policy as trained so far plays the iteration's deals against the pool."""
-    from arena.train.grpo.rollouts import play_iteration
     from arena.train.pool import load_pool
+    from arena.train.selfplay.rollouts import play_iteration
 
     pool: dict[str, Any] = load_pool(pool_file)
     players = PlayerPool()  # frozen pool members, loaded once a round (their memos stay valid)

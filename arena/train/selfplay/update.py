@@ -11,7 +11,7 @@ from arena.games.base import Observation
 from arena.players.memo import PolicyMemo
 from arena.players.mlx import MLXPlayer
 from arena.train.config import TrainConfig
-from arena.train.grpo.dataparallel import World, micro_batch_rounds
+from arena.train.selfplay.dataparallel import World, micro_batch_rounds
 
 
 def chosen_logp(model, batch, chosen: np.ndarray, temperature: float):
@@ -54,7 +54,7 @@ class GRPOUpdate:
         import mlx.nn as nn
         import mlx.optimizers as optim
 
-        from arena.train.grpo.loss import grpo_loss
+        from arena.train.selfplay.grpo import grpo_loss
 
         self.policy = policy
         self.world = world or World()

@@ -27,7 +27,7 @@ from arena.players.policy import (
     leduc_canonical_observations,
 )
 from arena.train.config import FULL_WIDTH_GAMES, TrainConfig
-from arena.train.grpo.neurd import neurd_target
+from arena.train.selfplay.targets import neurd_target
 
 
 @dataclass(frozen=True)
