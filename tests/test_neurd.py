@@ -31,7 +31,7 @@ from arena.train.selfplay.rollouts import play_round
 from arena.train.selfplay.schedule import neurd_rate
 from arena.train.selfplay.step import learner_decisions, train_round
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # not a package: scripts import each other
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))  # not a package: scripts import each other
 JACK_OPENS = "0"  # kuhn_theory's information set: the Jack, nothing played yet
 
 
@@ -86,7 +86,7 @@ def test_action_values_take_the_game_for_the_chosen_action_and_the_branch_for_th
 
 def test_branch_values_are_unbiased_for_kuhns_exact_action_values():
     """Random play from both seats: the mean sampled value gap of the Jack's opening bet equals the exact one."""
-    from kuhn_kl_floor import action_gaps  # bench/, on the path through conftest
+    from kuhn_kl_floor import action_gaps  # studies/, on the path above
 
     from arena.games import kuhn_theory as kt
 
@@ -124,7 +124,7 @@ def test_counterfactual_weights_divide_each_visit_by_the_learners_own_reach():
 
 def test_neurd_target_is_the_tabular_step_for_two_actions():
     """The logit gap moves by lr x (sum of value gaps - 2 beta x weight x (pi_bet - rho_bet)), as
-    bench/kuhn_neurd.py's tabular step does with lr / 2 per action."""
+    studies/kuhn_neurd.py's tabular step does with lr / 2 per action."""
     old = np.log(np.array([0.7, 0.3]))
     magnet = np.log(np.array([0.5, 0.5]))
     target, cut = neurd_target(old, magnet, np.array([0.4, -0.4]), 2.0, 0.5, 0.25, 6.0)

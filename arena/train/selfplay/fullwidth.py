@@ -1,11 +1,11 @@
 """Full-width NeuRD targets (``train.neurd_values: exact``): every information state's exact expected target.
 
-Why (bench/results/neurd_fit.md): sampled targets exist only at the prompts an iteration's games visited, and the fit
+Why (studies/results/neurd_fit.md): sampled targets exist only at the prompts an iteration's games visited, and the fit
 moves every other state through shared weights. For a game with exact theory the expected target is computable at
 every information state from the policy itself: self-play action values from the game tree (no games sampled), each
 state weighted by chance and the opponent's reach (and the actor's own, for ``onpolicy``). Halved, these are the
 sampled targets' expectation: a sampled visit weighs 1 / the iteration's games, and each deal is played from both
-seats, so each seat's states carry half the weight (bench/leduc_neurd.py).
+seats, so each seat's states carry half the weight (studies/leduc_neurd.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """NeuRD with a moving magnet: per-prompt targets from every action's sampled value, fitted into the model by KL.
 
-Why (bench/results/kuhn_neurd.md, kuhn_neurd_network.md): a policy gradient moves a decision's logit by
+Why (studies/results/kuhn_neurd.md, kuhn_neurd_network.md): a policy gradient moves a decision's logit by
 pi (1 - pi) x its value gap, which vanishes as the decision saturates, so the last iterate rests far from equilibrium.
 NeuRD moves the logit by the value gap itself; branch rollouts (``branches.py``) give every legal action a value.
 Taken as a gradient through shared weights NeuRD swings; taken as a target per distinct prompt (the tabular step)

@@ -38,5 +38,5 @@ def neurd_rate(config: TrainConfig, outer_step: int) -> float:
 def round_clip(config: TrainConfig, round_number: int) -> float:
     """Round ``round_number``'s PPO clip under ``train.clip_decay``. Adam moves a near-indifferent decision's
     probability to the clip's edge whatever its (noisy) advantage, so the clip, not the learning rate, sets how far
-    noise moves the policy a round (bench/results/clip_schedule.md)."""
+    noise moves the policy a round (studies/results/clip_schedule.md)."""
     return decayed(config.clip_eps, config.clip_decay, round_number - 1)

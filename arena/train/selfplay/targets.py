@@ -22,7 +22,7 @@ def neurd_target(logp_old: np.ndarray, logp_magnet: np.ndarray, value_sum: np.nd
     """
     # The threshold floors the others below the largest logit rather than boxing centred logits: a box pins every
     # action that reaches its ceiling to one value, which tied a forced TicTacToe block with a losing move at 0.5
-    # each for good (bench/results/tictactoe_fullwidth.md). For two actions both rules are the same, bit for bit.
+    # each for good (studies/results/tictactoe_fullwidth.md). For two actions both rules are the same, bit for bit.
     pull = np.exp(logp_old) - np.exp(logp_magnet)
     logits = logp_old + lr * (value_sum - beta * weight_sum * pull)
     centred = logits - logits.mean()
