@@ -157,7 +157,7 @@ def _fmt(value: float | None) -> str:
 
 
 def render_table(rows: Sequence[dict[str, Any]]) -> str:
-    """The figures as a Markdown table (pastes straight into the README)."""
+    """The figures as a Markdown table (pastes straight into docs/benchmarks.md)."""
     lines = ["| figure | ours | reference | ratio | target | pass/fail | peak RSS |", "|---|---|---|---|---|---|---|"]
     for row in rows:
         unit = row["unit"]

@@ -32,7 +32,7 @@ from arena.games.leduc_cfr import action_gains
 from arena.train.selfplay.schedule import decayed
 
 LOGIT_CLIP = 6.0
-TARGET = 1.893 / 5  # issue 14's "falls 5x" from the stock model's Leduc exploitability (README, round 0)
+TARGET = 1.893 / 5  # issue 14's "falls 5x" from the stock model's Leduc exploitability (docs/results.md, round 0)
 
 
 def softmax(theta: np.ndarray) -> np.ndarray:

@@ -139,7 +139,7 @@ def test_neurd_target_is_the_tabular_step_for_two_actions():
 @pytest.mark.parametrize("clip", [6.0, 12.0])
 def test_neurd_clip_caps_one_action_at_the_logit_gap(actions, clip):
     """However large one action's value edge, its target mass stops at 1 / (1 + (n - 1) e^-clip): with TicTacToe's 8
-    replies and the default clip 6, 0.983, so a forced move is missed 1.7% of the time (README "Other games")."""
+    replies and the default clip 6, 0.983, so a forced move is missed 1.7% of the time (studies/tictactoe.md)."""
     uniform = np.log(np.full(actions, 1.0 / actions))
     values = np.full(actions, -1.0)
     values[0] = 1.0
