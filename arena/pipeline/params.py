@@ -220,11 +220,11 @@ def _check_probe(configs: Mapping[str, Any]) -> None:
 
 
 def _check_full_width(configs: Mapping[str, Any]) -> None:
-    """``train.neurd_values: exact`` needs the grpo loop and games whose exact theory gives every state's values."""
+    """``train.neurd_values: exact`` needs the selfplay loop and games whose exact theory gives every state's values."""
     if configs["train"].neurd_values != "exact":
         return
-    require(configs["loop"] == "grpo", "train.neurd_values", "exact",
-            f"trains the grpo loop's self-play games, but loop is {configs['loop']!r}; use loop: grpo")
+    require(configs["loop"] == "selfplay", "train.neurd_values", "exact",
+            f"trains the selfplay loop's games, but loop is {configs['loop']!r}; use loop: selfplay")
     games = [game for game, _ in configs["selfplay"].games]
     other = [game for game in games if game not in FULL_WIDTH_GAMES]
     require(not other, "train.neurd_values", "exact",

@@ -34,15 +34,15 @@ from arena.train.config import (
     check_loop,
 )
 from arena.train.fuse import copy_snapshot, fuse_round
-from arena.train.grpo.launch import launch_for, launch_train_round
-from arena.train.grpo.rollouts import play_round
-from arena.train.grpo.step import train_round
 from arena.train.lsp.rollouts import lsp_rollouts
 from arena.train.lsp.train import train_lsp_round
 from arena.train.memory import PASS_TOKENS, memory_note
 from arena.train.pool import build_pool
 from arena.train.rest.sample import sample_round
 from arena.train.rest.sft import empty_win_set, round_metrics, train_rest_round
+from arena.train.selfplay.launch import launch_for, launch_train_round
+from arena.train.selfplay.rollouts import play_round
+from arena.train.selfplay.step import train_round
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def _evaluate(paths: RoundPaths, n: int, params: Mapping[str, Any], extra: Mappi
     eval_config = EvalConfig.from_dict(params.get("eval"), "eval")
     selfplay = load_section(SelfPlayConfig, "selfplay", params)
     # GRPO trains on the whole mix; ReST samples selfplay.game alone.
-    trained = selfplay.games if check_loop(params) == "grpo" else selfplay.games[:1]
+    trained = selfplay.games if check_loop(params) == "selfplay" else selfplay.games[:1]
     games = round_games(eval_config.games, trained)
     evaluate_round(paths.snapshot(n), paths.pool(n), n, load_section(RoundEvalConfig, "roundeval", params),
                    eval_config, reserved, paths.evaluation(n), extra=extra, games=games)
@@ -135,7 +135,7 @@ def _rollouts(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
 def _train(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
     n, prev = paths.n, paths.prev
     config = load_section(TrainConfig, "train", params)
-    launch = launch_for(loop, config.objective if loop == "grpo" else "grpo")
+    launch = launch_for(loop, config.objective if loop == "selfplay" else "grpo")
     if loop == "rest":
         train_rest_round(paths.snapshot(prev), paths.base, paths.rollouts(n), paths.trained(prev), n,
                          load_section(RestConfig, "rest", params), paths.trained(n))

@@ -18,7 +18,7 @@ from typing import Any
 from arena.core.blas import ensure_fast_blas
 from arena.core.errors import ArenaError
 from arena.core.pins import versions
-from arena.play.distributed import ADDRESS_ENV, LoadFailure, PlayerPool, Task, play_task
+from arena.play.tasks import ADDRESS_ENV, LoadFailure, PlayerPool, Task, play_task
 
 WORKERS_ENV = "ARENA_RAY_WORKERS"
 # What the workers' results depend on besides the code: sent to every actor before it loads the BLAS.

@@ -24,7 +24,6 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx2
 import openai
 
 from arena.core.hashing import digest_config
@@ -36,6 +35,25 @@ from arena.players.frontier_reply import AttemptFailed, Reply, parse_action, par
 from arena.players.specs import SPEC_PREFIX, FrontierError, check_model_name, normalise_base_url, parse_spec
 
 log = logging.getLogger(__name__)
+
+
+def _transport_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(timeouts, request errors) of the HTTP libraries openai may run on while a body streams: httpx2 under
+    openai 3, httpx under openai 2 (verifiers 0.4.0's). arena needs nothing else of openai 3: the client, its
+    streaming chat completions, ``models.list`` and the error classes are the same in both."""
+    timeouts: list[type[BaseException]] = []
+    requests: list[type[BaseException]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            library = __import__(name)
+        except ImportError:
+            continue
+        timeouts.append(library.TimeoutException)
+        requests.append(library.RequestError)
+    return tuple(timeouts), tuple(requests)
+
+
+TRANSPORT_TIMEOUTS, TRANSPORT_ERRORS = _transport_errors()
 
 # A reply body larger than this is refused unread. An answer of at most MAX_MAX_TOKENS tokens is at
 # most ~16 KiB of text (a few bytes a token), ~100 KiB even if every character were JSON-escaped
@@ -309,9 +327,9 @@ class FrontierPlayer(Player):
             retryable = status in RETRYABLE_STATUS or status >= 500
             raise AttemptFailed(f"HTTP {status}", retryable=retryable,
                                 retry_after=parse_retry_after(error.response.headers)) from None
-        except httpx2.TimeoutException:
+        except TRANSPORT_TIMEOUTS:
             raise AttemptFailed(f"timed out reading the reply after {timeout:g} s", retryable=True) from None
-        except httpx2.RequestError:
+        except TRANSPORT_ERRORS:
             raise AttemptFailed("connection lost while reading the reply", retryable=True) from None
         return parse_reply(body, self._secrets)
 

@@ -66,7 +66,7 @@ def _win_rates(evaluation: Mapping[str, Any], game: str) -> dict[str, float]:
 
 def exact_tables(evals: Sequence[Mapping[str, Any]]) -> list[str]:
     """Markdown: a table per game, one row per round (its exact measures, win rates, and wall and CPU minutes if
-    timed, as bench/games.py records them)."""
+    timed, as studies/games.py records them)."""
     rows = sorted(evals, key=lambda e: e["round"])
     games = list(dict.fromkeys(key.split("_vs_")[0] for e in rows for key in e if "_vs_" in key))
     series = exact_series(rows)
