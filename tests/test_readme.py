@@ -20,8 +20,6 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 MAX_LINES = 250
 MARKS = ("# long", "# needs a Mac", "# needs network")
-# Pages other open issues write (the real model, choosing your own model); README links them ahead of their merge.
-PENDING_LINKS = {"docs/realmodel.md", "docs/own-models.md"}
 PREFIX = "./dev.sh "
 
 
@@ -95,8 +93,7 @@ def test_every_command_runs_or_its_entry_point_exists(command, here):
 
 def test_every_relative_link_resolves():
     links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README_TEXT)
-    missing = [link for link in links if "://" not in link and not (ROOT / link).exists()
-               and link not in PENDING_LINKS]
+    missing = [link for link in links if "://" not in link and not (ROOT / link).exists()]
     assert not missing, f"README links to missing files: {missing}"
 
 
