@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arena.core.errors import ArenaError
-from arena.games import kuhn, leduc, liarsdice, nim, tictactoe
+from arena.games import kuhn, leduc, liarsdice, negotiation, nim, tictactoe
 from arena.games.base import Game, GameResult
 
 
@@ -47,6 +47,10 @@ GAMES: dict[str, GameSpec] = {
     ),
     "leduc": GameSpec(
         "leduc", leduc.ENV_ID, leduc.LeducGame, "Leduc Hold'em, OpenSpiel's standard rules; variant: rounds"
+    ),
+    "negotiation": GameSpec(
+        "negotiation", negotiation.ENV_ID, negotiation.NegotiationGame,
+        "TextArena's SimpleNegotiation (private values, offers, accept/deny); variant: turns, units",
     ),
 }
 

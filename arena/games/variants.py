@@ -33,6 +33,9 @@ LEDUC_DEFAULTS: Mapping[str, Any] = {"rounds": 1}
 LIARSDICE_DEFAULTS: Mapping[str, Any] = {"dice": 3}
 NIM_DEFAULTS: Mapping[str, Any] = {"piles": [3, 4, 5], "opening": 0}
 TICTACTOE_DEFAULTS: Mapping[str, Any] = {"opening": 0}
+NEGOTIATION_DEFAULTS: Mapping[str, Any] = {"turns": 10, "units": 3}
+# The most of one resource an offer's side may name: 5 keeps the listed offers at 5 x 4 x 5 x 5 = 500.
+NEGOTIATION_MAX_UNITS = 5
 # A game that ends in the opening teaches nothing; 8 moves leave the player one cell, so 8 is the most there is.
 TICTACTOE_MAX_OPENING = 8
 # Variant keys that change only where training games start, never the rules (see evaluation_variant).
@@ -93,9 +96,21 @@ def nim_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
     return {"piles": piles, **({"opening": opening} if opening else {})}
 
 
+def negotiation_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
+    """SimpleNegotiation: ``turns`` (TextArena's ``max_turns``, default 10: the game plays turns + 1 moves) and
+    ``units`` (the most of one resource an offer's side names in the listed legal offers, 1..5, default 3)."""
+    reject_unknown_keys("negotiation", variant, NEGOTIATION_DEFAULTS)
+    full = {**NEGOTIATION_DEFAULTS, **variant}
+    units = full["units"]
+    if isinstance(units, bool) or not isinstance(units, int) or not 1 <= units <= NEGOTIATION_MAX_UNITS:
+        raise ArenaError(f"negotiation variant 'units' (most of one resource per offer side) must be an int in "
+                         f"[1, {NEGOTIATION_MAX_UNITS}], got {units!r}")
+    return {"turns": require_int("negotiation", "turns", full["turns"], 1), "units": units}
+
+
 VARIANTS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "kuhn": kuhn_variant, "tictactoe": tictactoe_variant, "liarsdice": liarsdice_variant, "nim": nim_variant,
-    "leduc": leduc_variant,
+    "leduc": leduc_variant, "negotiation": negotiation_variant,
 }
 GAME_IDS: tuple[str, ...] = tuple(VARIANTS)
 

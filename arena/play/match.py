@@ -92,6 +92,7 @@ def _record(run: _Running, game_id: str, pins: list[dict[str, Any]]) -> dict[str
             reason=result.reason,
             transcript_digest=result.transcript_digest,
             turns=result.turns,
+            **({"details": dict(result.details)} if result.details is not None else {}),
         )
     else:
         record.update(rewards=None, round_rewards=None, invalid_moves=None, forfeit_by=None,

@@ -63,6 +63,9 @@ def render_match(summary: Mapping[str, Any], p0: str, p1: str) -> Table:
     chips = summary.get("mean_chips_per_round")
     if chips:
         columns.append("chips/round")
+    trades = summary.get("trades")
+    if trades:
+        columns.append("value gain")
     for column in columns:
         table.add_column(column)
     for key, spec in (("p0", p0), ("p1", p1)):
@@ -70,7 +73,12 @@ def render_match(summary: Mapping[str, Any], p0: str, p1: str) -> Table:
                str(summary["invalid_moves"][key])]
         if chips:
             row.append(number(chips[key], 3))
+        if trades:
+            row.append(number(trades["mean_value_gain"][key], 1))
         table.add_row(*row)
     rate = summary["p0_win_rate"]
     table.caption = f"draws {summary['wins']['draws']}; {p0} win rate {number(rate['rate'], 3)} {interval(rate)}"
+    if trades:
+        table.caption += (f"; {trades['accepted']} trades, Pareto-improving share "
+                          f"{number(trades['pareto_share'], 3)}")
     return table
