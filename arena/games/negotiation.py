@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from arena.games.base import Game
-from arena.games.negotiation_theory import RESOURCES, Vector, offer_text, single_offers, vector, worth
+from arena.games.negotiation_theory import RESOURCES, Vector, grammar, vector, worth
 from arena.games.variants import negotiation_variant
 
 ENV_ID = "SimpleNegotiation-v0"
@@ -30,8 +30,7 @@ def legal_actions(holdings: Vector, requested: Vector | None, units: int) -> tup
     then every single-resource offer the holder can pay for."""
     accept = (ACCEPT,) if requested is not None and all(h >= n for h, n in zip(holdings, requested, strict=True)) \
         else ()
-    offers = tuple(offer_text(give, get) for give, get in single_offers(units)
-                   if all(h >= n for h, n in zip(holdings, give, strict=True)))
+    offers = tuple(text for give, count, _, _, text in grammar(units) if holdings[give] >= count)
     return accept + (DENY,) + offers
 
 

@@ -45,6 +45,21 @@ def single_offers(units: int) -> list[tuple[Vector, Vector]]:
 
 
 @cache
+def grammar(units: int) -> tuple[tuple[int, int, int, int, str], ...]:
+    """The offer grammar as (given resource index, count, requested resource index, count, text), in the order of
+    ``single_offers``; built once per bound."""
+    return tuple((a, n, b, m, offer_text(_unit(a, n), _unit(b, m)))
+                 for a in range(len(RESOURCES)) for n in range(1, units + 1)
+                 for b in range(len(RESOURCES)) if b != a for m in range(1, units + 1))
+
+
+@cache
+def parsed_offers(units: int) -> dict[str, tuple[Vector, Vector]]:
+    """Each grammar offer's text -> its (give, get) vectors."""
+    return {text: (_unit(a, n), _unit(b, m)) for a, n, b, m, text in grammar(units)}
+
+
+@cache
 def _unit(index: int, count: int) -> Vector:
     return tuple(count if i == index else 0 for i in range(len(RESOURCES)))
 

@@ -223,8 +223,7 @@ class EpsOraclePlayer(ScriptedPlayer):
 class TraderPlayer(ScriptedPlayer):
     """A negotiation policy of ``arena.players.traders`` (only for ``negotiation``: other games have no offers)."""
 
-    helpers = (traders.parse_listed_offer, traders.incoming_gain, traders.proposer_base_gain, traders._gains,
-               traders.best_offer)
+    helpers = (traders.incoming_gain, traders.proposer_base_gain, traders._gains, traders.best_offer)
     move: Callable[[Mapping[str, Any], Sequence[str]], str]
 
     def act(self, observation: Observation) -> Decision:
@@ -276,7 +275,7 @@ class OfferSpammer(TraderPlayer):
     """A uniformly random listed offer every move, never accepting (degenerate: the reward audit's)."""
 
     spec = "offer-spam"
-    helpers = (*TraderPlayer.helpers, traders.offer_spam_move)
+    helpers = (sample_rng, traders.offer_spam_move)
 
     def act(self, observation: Observation) -> Decision:
         if observation.game_id != "negotiation":

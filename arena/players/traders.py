@@ -12,20 +12,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from arena.games.negotiation import ACCEPT, DENY
-from arena.games.negotiation_theory import BASE_VALUES, RESOURCES, worth
+from arena.games.negotiation_theory import BASE_VALUES, grammar, parsed_offers, worth
+from arena.games.variants import NEGOTIATION_MAX_UNITS
 
 Offer = tuple[tuple[int, ...], tuple[int, ...]]
 
 
 def parse_listed_offer(action: str) -> Offer:
     """The (give, get) vectors of a listed single-resource offer ``[Offer: 2 Wheat -> 1 Ore]``."""
-    give, get = action[len("[Offer: "):-1].split(" -> ")
-
-    def side(text: str) -> tuple[int, ...]:
-        count, name = text.split(" ")
-        return tuple(int(count) if r == name else 0 for r in RESOURCES)
-
-    return side(give), side(get)
+    return parsed_offers(NEGOTIATION_MAX_UNITS)[action]
 
 
 def incoming_gain(state: Mapping[str, Any]) -> int | None:
@@ -42,21 +37,22 @@ def proposer_base_gain(state: Mapping[str, Any]) -> int:
     return worth(BASE_VALUES, offer["get"]) - worth(BASE_VALUES, offer["give"])
 
 
-def _gains(state: Mapping[str, Any], action: str) -> tuple[int, int]:
-    """(own gain at own values, the opponent's gain at the base values) of a listed offer."""
-    give, get = parse_listed_offer(action)
-    return (worth(state["values"], get) - worth(state["values"], give),
-            worth(BASE_VALUES, give) - worth(BASE_VALUES, get))
+def _gains(values: Sequence[int], offer: tuple[int, int, int, int, str]) -> tuple[int, int]:
+    """(own gain at own values, the opponent's gain at the base values) of a grammar offer."""
+    give, n, get, m, _ = offer
+    return values[get] * m - values[give] * n, BASE_VALUES[give] * n - BASE_VALUES[get] * m
 
 
 def best_offer(state: Mapping[str, Any], legal: Sequence[str], key: Callable[[int, int], float]) -> str:
     """The listed offer with the largest ``key(own gain, opponent's base gain)`` among those positive for both
     (ties: the first listed); ``[Deny]`` when there is none."""
     best, best_key = DENY, None
-    for action in legal:
-        if not action.startswith("[Offer"):
+    listed = set(legal)
+    for offer in grammar(state["units"]):
+        action = offer[4]
+        if action not in listed:
             continue
-        own, theirs = _gains(state, action)
+        own, theirs = _gains(state["values"], offer)
         if own > 0 and theirs > 0 and (best_key is None or key(own, theirs) > best_key):
             best, best_key = action, key(own, theirs)
     return best
