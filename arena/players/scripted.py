@@ -153,13 +153,14 @@ class OraclePlayer(ScriptedPlayer):
     sample key. Leduc: the CFR+ average policy shipped in ``arena/games/data/leduc_nash.json`` (exploitability
     about 1e-5), sampled from the sample key at the observation's OpenSpiel info state.
     TicTacToe: memoised minimax (never loses). Nim: nim-sum (wins every won position). Liar's Dice: the
-    binomial heuristic of ``liarsdice_choice``.
+    binomial heuristic of ``liarsdice_choice``. Negotiation (no exact theory): the greedy trader's move.
     """
 
     spec = "oracle"
     helpers = (
         nash_policy, kuhn_action, nash_table, leduc_action, ttt_winner, ttt_value, ttt_best_move, nim_move,
-        binomial_tail, liarsdice_bid_truth, liarsdice_choice,
+        binomial_tail, liarsdice_bid_truth, liarsdice_choice, traders.greedy_move, traders.best_offer,
+        traders.incoming_gain, traders._gains,
     )  # fmt: skip
 
     def __init__(self, kuhn_alpha: float = 0.0) -> None:
@@ -186,6 +187,8 @@ class OraclePlayer(ScriptedPlayer):
             return Decision(action=f"[{pile} {quantity}]")
         if observation.game_id == "liarsdice":
             return Decision(action=liarsdice_choice(state, legal))
+        if observation.game_id == "negotiation":
+            return Decision(action=traders.greedy_move(state, legal))
         raise ValueError(f"the oracle has no policy for game {observation.game_id!r}")
 
 
