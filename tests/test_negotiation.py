@@ -200,3 +200,17 @@ def test_probe_fails_when_the_negotiation_reward_pays_the_loser(monkeypatch):
     monkeypatch.setattr(NegotiationGame, "_rewards", flipped)
     failed = {c.name for c in _failed(run_probe(ProbeConfig(games=("negotiation",), games_per_check=40)))}
     assert {"accept-all vs greedy", "offer-spam vs greedy", "greedy vs random"} <= failed
+
+
+def test_cli_plays_negotiation_between_scripted_traders():
+    import json
+
+    from click.testing import CliRunner
+
+    from arena.cli import main
+
+    result = CliRunner().invoke(main, ["play", "negotiation", "--p0", "greedy", "--p1", "fair", "--games", "4",
+                                       "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output.strip().splitlines()[-1])
+    assert summary["games"] == 4 and summary["trades"]["pareto_share"] == 1.0

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from arena.eval.roundeval import mean_interval
 from arena.games.negotiation_theory import value_left
 from arena.games.variants import validate_variant
 from arena.play.match import duplicate_schedule, play_match
@@ -26,6 +25,8 @@ RESPONDER = "responder"
 def value_left_measures(records: Sequence[Mapping[str, Any]], spec: str) -> dict[str, Any]:
     """From ``spec``'s games against the responder: mean best extraction, mean gain, mean value left (with its 95%
     interval over games) and the share of the best it captured (sum of gains / sum of bests)."""
+    from arena.eval.roundeval import mean_interval  # roundeval imports this module
+
     rows = []
     for record in records:
         if record["errored"]:
@@ -52,9 +53,18 @@ def value_left_of(player: Player, seeds: Sequence[int], variant: Mapping[str, An
     return value_left_measures(records, player.spec)
 
 
+def trade_columns(records: Sequence[Mapping[str, Any]], spec: str, opponent: str) -> dict[str, Any]:
+    """A round evaluation row's negotiation columns: mean value gains and the Pareto-improving share of trades."""
+    trades = summarize_match(records, spec, opponent)["trades"]
+    return {"value_gain": trades["mean_value_gain"]["p0"], "opponent_value_gain": trades["mean_value_gain"]["p1"],
+            "accepted": trades["accepted"], "pareto_share": trades["pareto_share"]}
+
+
 def payoff_row(records: Sequence[Mapping[str, Any]], spec: str, opponent: str) -> dict[str, Any]:
     """``spec``'s result against ``opponent``: win rate (draws half) with its Wilson interval, mean reward with its
     95% interval over deals (a deal's two seats together), mean value gains and the Pareto-improving share."""
+    from arena.eval.roundeval import mean_interval  # roundeval imports this module
+
     summary = summarize_match(records, spec, opponent)
     per_deal: dict[int, list[float]] = {}
     for record in records:
