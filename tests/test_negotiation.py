@@ -214,3 +214,28 @@ def test_cli_plays_negotiation_between_scripted_traders():
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output.strip().splitlines()[-1])
     assert summary["games"] == 4 and summary["trades"]["pareto_share"] == 1.0
+
+
+def test_a_frontier_player_negotiates_in_textarenas_own_text(tmp_path, monkeypatch):
+    from fault_server import FaultServer, Reply
+
+    from arena.players.config import FrontierConfig
+    from arena.players.frontier import FrontierPlayer
+
+    monkeypatch.setenv("ARENA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    fast = FrontierConfig(timeout_s=2.0, max_retries=0, backoff_s=0.0, max_wait_s=0.0)
+    bundle = "Let me open with a bundle. [Offer: 2 Wheat, 1 Wood -> 1 Brick]"  # not a listed action: passed as text
+    with FaultServer(Reply(content=bundle)) as server:
+        schedule = duplicate_schedule([21], 2)
+        records = play_match("negotiation", (FrontierPlayer("m", server.base_url, fast), make_scripted("greedy")),
+                             schedule, progress=False)
+        calls = server.completions_seen()
+        again = play_match("negotiation", (FrontierPlayer("m", server.base_url, fast), make_scripted("greedy")),
+                           schedule, progress=False)
+        assert server.completions_seen() == calls  # every reply came from the cache
+    for record in records:
+        seat = record["players"].index("openai:m@" + server.base_url)
+        assert not record["errored"] and record["invalid_moves"][seat] == 0
+        assert sum(a == bundle for a in record["actions"]) == (6 if seat == 0 else 5)  # 11 moves, seat 0 first
+    assert [r["transcript_digest"] for r in again] == [r["transcript_digest"] for r in records]
