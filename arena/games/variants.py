@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -108,6 +109,17 @@ def negotiation_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
     return {"turns": require_int("negotiation", "turns", full["turns"], 1), "units": units}
 
 
+# ``textarena:ENV_ID`` names any two-player TextArena env, played by generation players only (arena.games.anyenv).
+TEXTARENA_PREFIX = "textarena:"
+_ENV_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./-]*$")
+
+
+def any_env_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``textarena:ENV_ID`` game takes no variant keys: the env id names TextArena's own variants."""
+    reject_unknown_keys("textarena", variant, {})
+    return {}
+
+
 VARIANTS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "kuhn": kuhn_variant, "tictactoe": tictactoe_variant, "liarsdice": liarsdice_variant, "nim": nim_variant,
     "leduc": leduc_variant, "negotiation": negotiation_variant,
@@ -115,15 +127,27 @@ VARIANTS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
 GAME_IDS: tuple[str, ...] = tuple(VARIANTS)
 
 
+def is_any_env(game_id: Any) -> bool:
+    """Whether ``game_id`` is a well-formed ``textarena:ENV_ID``."""
+    return (isinstance(game_id, str) and game_id.startswith(TEXTARENA_PREFIX)
+            and _ENV_ID_RE.match(game_id[len(TEXTARENA_PREFIX):]) is not None)
+
+
 def check_game_id(game_id: Any) -> str:
-    """``game_id`` if arena has that game; an ArenaError listing the known ids otherwise."""
+    """``game_id`` if arena has that game (or it is ``textarena:ENV_ID``); an ArenaError listing the known ids
+    otherwise."""
+    if is_any_env(game_id):
+        return game_id
     if not isinstance(game_id, str) or game_id not in VARIANTS:
-        raise ArenaError(f"unknown game id {game_id!r}; known games: {sorted(VARIANTS)}")
+        raise ArenaError(f"unknown game id {game_id!r}; known games: {sorted(VARIANTS)}, or {TEXTARENA_PREFIX}ENV_ID "
+                         "for any two-player TextArena env (frontier players only)")
     return game_id
 
 
 def validate_variant(game_id: str, variant: Mapping[str, Any] | None) -> dict[str, Any]:
     """The complete variant of ``game_id`` (defaults filled in); an ArenaError names a bad key or value."""
+    if is_any_env(game_id):
+        return any_env_variant({} if variant is None else variant)
     return VARIANTS[check_game_id(game_id)]({} if variant is None else variant)
 
 

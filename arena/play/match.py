@@ -10,9 +10,11 @@ from typing import Any
 
 from tqdm import tqdm
 
+from arena.core.errors import ArenaError
 from arena.core.hashing import digest_bytes
 from arena.games.base import Game, Observation
 from arena.games.registry import make_game
+from arena.games.variants import TEXTARENA_PREFIX
 from arena.players.base import Decision, Player
 
 # No game in scope lasts this long; a player stuck re-prompting forever is stopped and recorded as errored.
@@ -119,6 +121,15 @@ def _apply(run: _Running, observation: Observation, decision: Decision) -> None:
         run.error = f"stopped after {MAX_ACTIONS} actions without an end"
 
 
+def check_players(game_id: str, players: Sequence[Player]) -> None:
+    """A ``textarena:ENV_ID`` game lists no legal actions: only frontier players (free text) can play it."""
+    if game_id.startswith(TEXTARENA_PREFIX):
+        local = [p.spec for p in players if not p.spec.startswith("openai:")]
+        if local:
+            raise ArenaError(f"game {game_id} lists no legal actions, so {local} cannot play it: only frontier "
+                             "players (openai:MODEL@BASE_URL) play a textarena:ENV_ID game")
+
+
 def _start_cohort(cohort: Sequence[tuple[int, Slot]], players: tuple[Player, Player], game_id: str,
                   variant: Mapping[str, Any] | None) -> list[_Running]:
     """A cohort's games, each with a fresh env; every player starts the cohort with no state kept from the last."""
@@ -181,6 +192,7 @@ def play_match(
     """
     if concurrency < 1:
         raise ValueError(f"concurrency = {concurrency} must be >= 1")
+    check_players(game_id, players)
     pins = [players[0].pin(), players[1].pin()]
     records: dict[int, dict[str, Any]] = {}
     indexed = list(enumerate(schedule))
