@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -73,9 +74,31 @@ def render(rows: list[dict]) -> str:
         ends = "yes" if row["forfeit_by"] is not None else ("ends" if row["done"] else f"no (>{row['moves']} moves)")
         players = "scripted, local (direct), frontier" if native else "frontier"
         lines.append(f"| {row['id']} | {ends} | {native or 'textarena:' + row['id']} | {players} |")
-    lines += ["", "| TextArena id | why it does not play |", "|---|---|"]
-    lines += [f"| {row['id']} | {row['reason'].replace('|', '/')} |" for row in rows if row["status"] != "plays"]
+    groups: dict[str, list[str]] = {}
+    for row in rows:
+        if row["status"] != "plays":
+            groups.setdefault(why_not(row["reason"]), []).append(row["id"])
+    lines += ["", "| why it does not play | TextArena ids |", "|---|---|"]
+    lines += [f"| {why} | {', '.join(ids)} |" for why, ids in sorted(groups.items(), key=lambda g: -len(g[1]))]
     return "\n".join(lines) + "\n"
+
+
+def why_not(reason: str) -> str:
+    """A failure's reason, short: the cause inside arena's error, classified where it is a known kind."""
+    inner = reason.split("two-player TextArena game (", 1)[-1].split("); see docs", 1)[0]
+    kinds = (("nltk", "fetches NLTK data from the network at make"),
+             ("has to be 1", "a one-player env"), ("three players", "three players only"),
+             ("exactly 3", "three players only"), ("API key", "calls an LLM API at make (needs an OpenRouter key)"),
+             ("no answer in", "no answer in the time limit (network at make)"))
+    for marker, why in kinds:
+        if marker in inner:
+            return why
+    if inner.startswith("SyntaxError: f-string"):
+        return "its env.py needs Python >= 3.12 (nested f-string quotes); arena runs on 3.11"
+    if inner.startswith(("FileNotFoundError", "ImportError", "SyntaxError", "ModuleNotFoundError")):
+        inner = re.sub(r"/\S*/site-packages/", "", inner)
+        return "broken in the 0.7.4 wheel: " + inner[:120].replace("|", "/")
+    return inner[:160].replace("|", "/")
 
 
 def main() -> None:
@@ -90,6 +113,8 @@ def main() -> None:
         return
     with ThreadPoolExecutor(args.workers) as pool:
         rows = list(pool.map(lambda i: survey(i, args.timeout), env_ids()))
+    # A loaded machine can stall an import past the limit: each id that timed out gets one more try, 4x as long.
+    rows = [survey(r["id"], 4 * args.timeout) if r.get("reason", "").startswith("no answer") else r for r in rows]
     atomic_write_text(args.out, json.dumps(rows, indent=1, sort_keys=True) + "\n")
     print(f"{sum(r['status'] == 'plays' for r in rows)} of {len(rows)} ids start with two players -> {args.out}")
 

@@ -124,7 +124,7 @@ def _apply(run: _Running, observation: Observation, decision: Decision) -> None:
 def check_players(game_id: str, players: Sequence[Player]) -> None:
     """A ``textarena:ENV_ID`` game lists no legal actions: only frontier players (free text) can play it."""
     if game_id.startswith(TEXTARENA_PREFIX):
-        local = [p.spec for p in players if not p.spec.startswith("openai:")]
+        local = sorted({p.spec for p in players if not p.spec.startswith("openai:")})
         if local:
             raise ArenaError(f"game {game_id} lists no legal actions, so {local} cannot play it: only frontier "
                              "players (openai:MODEL@BASE_URL) play a textarena:ENV_ID game")
