@@ -19,8 +19,10 @@ from arena.players.scripted import RandomPlayer, StallerPlayer
 RANDOM = RandomPlayer()
 
 
-def test_registry_lists_the_five_games_with_their_envs():
-    assert sorted(GAMES) == ["kuhn", "leduc", "liarsdice", "nim", "tictactoe"]
+def test_registry_lists_the_six_games_with_their_envs():
+    assert sorted(GAMES) == ["kuhn", "leduc", "liarsdice", "negotiation", "nim", "tictactoe"]
+    assert get_spec("negotiation").env_id == "SimpleNegotiation-v0"
+    assert get_spec("negotiation").default_variant == {"turns": 10, "units": 3}
     assert get_spec("tictactoe").env_id == "TicTacToe-v0"
     assert get_spec("liarsdice").env_id == "LiarsDice-v0-small"
     assert get_spec("nim").env_id == "Nim-v0"

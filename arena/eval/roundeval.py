@@ -13,6 +13,7 @@ from arena.core.errors import ArenaError
 from arena.core.seeds import check_seed_ranges
 from arena.eval.config import EvalConfig, GameEntry, RoundEvalConfig
 from arena.eval.exact import exact_metrics
+from arena.eval.negotiation import RESPONDER, trade_columns, value_left_measures
 from arena.games.kuhn_theory import chips_per_hand, exploitability
 from arena.games.variants import evaluation_variant
 from arena.play.distributed import Match, PlayerPool, Seat, play_matches
@@ -92,6 +93,9 @@ def evaluate_round(snapshot: str | Path, pool_file: str | Path | None, round_num
              if (metrics := exact_metrics(player, game.game_id, game.variant)) is not None]
     policy = next((m["policy"] for game, m in exact if game.game_id == "kuhn"), None)
     pairs = [(game, spec) for game in games for spec in config.opponents]
+    # Negotiation is also played against the responder, for the value the snapshot leaves on the table.
+    pairs += [(game, RESPONDER) for game in games
+              if game.game_id == "negotiation" and RESPONDER not in config.opponents]
     played = play_matches([Match(game.game_id, (seat, Seat(spec)), schedule, game.variant) for game, spec in pairs],
                           pool, label=f"evaluate r{round_number}")
     _check_played(round_number, pairs, played)
@@ -99,6 +103,10 @@ def evaluate_round(snapshot: str | Path, pool_file: str | Path | None, round_num
         row = _headline(summarize_match(records, player.spec, spec))
         if game.game_id == "kuhn":
             row.update(_kuhn_columns(records, player.spec, spec, policy))
+        if game.game_id == "negotiation":
+            row.update(trade_columns(records, player.spec, spec))
+            if spec == RESPONDER:
+                row["value_left"] = value_left_measures(records, player.spec)
         result[f"{game.label}_vs_{spec}"] = row
     result.update(_exact_columns(exact))
     if policy is not None:

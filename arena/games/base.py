@@ -62,6 +62,9 @@ class GameResult:
     reason: str
     transcript_digest: str
     turns: int
+    # Game-specific facts of the finished game for its measures (negotiation: values, holdings, trades); None where
+    # a game records none, so other games' records keep their bytes.
+    details: Mapping[str, Any] | None = None
 
 
 class Game(ABC):
@@ -219,6 +222,7 @@ class Game(ABC):
             reason=reason,
             transcript_digest=digest_config(transcript),
             turns=sum(move.valid for move in self.moves),
+            details=self._details(),
         )
 
     def _rewards(
@@ -249,6 +253,10 @@ class Game(ABC):
     @abstractmethod
     def _state(self, game_state: Mapping[str, Any], player: int) -> dict[str, Any]:
         """A structured view of what ``player`` may know (for scripted policies)."""
+
+    def _details(self) -> Mapping[str, Any] | None:
+        """Game-specific facts of the finished game that its measures read (None: the game records none)."""
+        return None
 
     def _info_set(self, game_state: Mapping[str, Any], player: int) -> str | None:
         """An information-set key where the game defines one (Kuhn)."""

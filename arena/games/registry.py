@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from arena.core.errors import ArenaError
-from arena.games import kuhn, leduc, liarsdice, nim, tictactoe
+from arena.games import kuhn, leduc, liarsdice, negotiation, nim, tictactoe
+from arena.games.anyenv import AnyEnvGame
 from arena.games.base import Game, GameResult
+from arena.games.variants import TEXTARENA_PREFIX, is_any_env
 
 
 @dataclass(frozen=True)
@@ -48,15 +50,24 @@ GAMES: dict[str, GameSpec] = {
     "leduc": GameSpec(
         "leduc", leduc.ENV_ID, leduc.LeducGame, "Leduc Hold'em, OpenSpiel's standard rules; variant: rounds"
     ),
+    "negotiation": GameSpec(
+        "negotiation", negotiation.ENV_ID, negotiation.NegotiationGame,
+        "TextArena's SimpleNegotiation (private values, offers, accept/deny); variant: turns, units",
+    ),
 }
 
 
 def get_spec(game_id: str) -> GameSpec:
-    """The registered spec for ``game_id``; a ValueError lists the known ids otherwise."""
+    """The registered spec for ``game_id`` (``textarena:ENV_ID``: that env, frontier players only); a ValueError lists
+    the known ids otherwise."""
+    if is_any_env(game_id):
+        env_id = game_id[len(TEXTARENA_PREFIX):]
+        return GameSpec(game_id, env_id, AnyEnvGame, f"TextArena's {env_id} under its own rules (frontier players)")
     try:
         return GAMES[game_id]
     except (KeyError, TypeError):
-        raise ArenaError(f"unknown game id {game_id!r}; known games: {sorted(GAMES)}") from None
+        raise ArenaError(f"unknown game id {game_id!r}; known games: {sorted(GAMES)}, or {TEXTARENA_PREFIX}ENV_ID "
+                         "for any two-player TextArena env (frontier players only)") from None
 
 
 def make_game(game_id: str, seed: int, variant: Mapping[str, Any] | None = None) -> Game:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -65,6 +66,9 @@ LEDUC_DEFAULTS: Mapping[str, Any] = {"rounds": 1}
 LIARSDICE_DEFAULTS: Mapping[str, Any] = {"dice": 3}
 NIM_DEFAULTS: Mapping[str, Any] = {"piles": [3, 4, 5], "opening": 0}
 TICTACTOE_DEFAULTS: Mapping[str, Any] = {"opening": 0}
+NEGOTIATION_DEFAULTS: Mapping[str, Any] = {"turns": 10, "units": 3}
+# The most of one resource an offer's side may name: 5 keeps the listed offers at 5 x 4 x 5 x 5 = 500.
+NEGOTIATION_MAX_UNITS = 5
 # A game that ends in the opening teaches nothing; 8 moves leave the player one cell, so 8 is the most there is.
 TICTACTOE_MAX_OPENING = 8
 # Variant keys that change only where training games start, never the rules (see evaluation_variant).
@@ -133,22 +137,57 @@ def nim_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
     return {"piles": piles, **({"opening": opening} if opening else {})}
 
 
+def negotiation_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
+    """SimpleNegotiation: ``turns`` (TextArena's ``max_turns``, default 10: the game plays turns + 1 moves) and
+    ``units`` (the most of one resource an offer's side names in the listed legal offers, 1..5, default 3)."""
+    reject_unknown_keys("negotiation", variant, NEGOTIATION_DEFAULTS)
+    full = {**NEGOTIATION_DEFAULTS, **variant}
+    units = full["units"]
+    if isinstance(units, bool) or not isinstance(units, int) or not 1 <= units <= NEGOTIATION_MAX_UNITS:
+        raise ArenaError(f"negotiation variant 'units' (most of one resource per offer side) must be an int in "
+                         f"[1, {NEGOTIATION_MAX_UNITS}], got {units!r}")
+    return {"turns": require_int("negotiation", "turns", full["turns"], 1), "units": units}
+
+
+# ``textarena:ENV_ID`` names any two-player TextArena env, played by generation players only (arena.games.anyenv).
+TEXTARENA_PREFIX = "textarena:"
+_ENV_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./-]*$")
+
+
+def any_env_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``textarena:ENV_ID`` game takes no variant keys: the env id names TextArena's own variants."""
+    reject_unknown_keys("textarena", variant, {})
+    return {}
+
+
 VARIANTS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "kuhn": kuhn_variant, "tictactoe": tictactoe_variant, "liarsdice": liarsdice_variant, "nim": nim_variant,
-    "leduc": leduc_variant,
+    "leduc": leduc_variant, "negotiation": negotiation_variant,
 }
 GAME_IDS: tuple[str, ...] = tuple(VARIANTS)
 
 
+def is_any_env(game_id: Any) -> bool:
+    """Whether ``game_id`` is a well-formed ``textarena:ENV_ID``."""
+    return (isinstance(game_id, str) and game_id.startswith(TEXTARENA_PREFIX)
+            and _ENV_ID_RE.match(game_id[len(TEXTARENA_PREFIX):]) is not None)
+
+
 def check_game_id(game_id: Any) -> str:
-    """``game_id`` if arena has that game; an ArenaError listing the known ids otherwise."""
+    """``game_id`` if arena has that game (or it is ``textarena:ENV_ID``); an ArenaError listing the known ids
+    otherwise."""
+    if is_any_env(game_id):
+        return game_id
     if not isinstance(game_id, str) or game_id not in VARIANTS:
-        raise ArenaError(f"unknown game id {game_id!r}; known games: {sorted(VARIANTS)}")
+        raise ArenaError(f"unknown game id {game_id!r}; known games: {sorted(VARIANTS)}, or {TEXTARENA_PREFIX}ENV_ID "
+                         "for any two-player TextArena env (frontier players only)")
     return game_id
 
 
 def validate_variant(game_id: str, variant: Mapping[str, Any] | None) -> dict[str, Any]:
     """The complete variant of ``game_id`` (defaults filled in); an ArenaError names a bad key or value."""
+    if is_any_env(game_id):
+        return any_env_variant({} if variant is None else variant)
     return VARIANTS[check_game_id(game_id)]({} if variant is None else variant)
 
 

@@ -133,7 +133,8 @@ class ExternalGame:
             result = self.game.result()
             record.update(rewards=list(result.rewards), round_rewards=[list(r) for r in result.round_rewards],
                           invalid_moves=list(result.invalid_moves), forfeit_by=result.forfeit_by,
-                          reason=result.reason, transcript_digest=result.transcript_digest, turns=result.turns)
+                          reason=result.reason, transcript_digest=result.transcript_digest, turns=result.turns,
+                          **({"details": dict(result.details)} if result.details is not None else {}))
         else:
             record.update(rewards=None, round_rewards=None, invalid_moves=None, forfeit_by=None,
                           reason=self.error or "unfinished", transcript_digest=None, turns=None)

@@ -10,10 +10,11 @@ from typing import Any
 
 from tqdm import tqdm
 
+from arena.core.errors import ArenaError
 from arena.core.hashing import digest_bytes
 from arena.games.base import Game, Observation
 from arena.games.registry import make_game
-from arena.games.variants import MAX_ACTIONS
+from arena.games.variants import MAX_ACTIONS, TEXTARENA_PREFIX
 from arena.players.base import Decision, Player
 
 # MAX_ACTIONS (every variant is checked to end within it, games/variants.py): a player stuck re-prompting forever
@@ -93,6 +94,7 @@ def _record(run: _Running, game_id: str, pins: list[dict[str, Any]]) -> dict[str
             reason=result.reason,
             transcript_digest=result.transcript_digest,
             turns=result.turns,
+            **({"details": dict(result.details)} if result.details is not None else {}),
         )
     else:
         record.update(rewards=None, round_rewards=None, invalid_moves=None, forfeit_by=None,
@@ -117,6 +119,15 @@ def _apply(run: _Running, observation: Observation, decision: Decision) -> None:
     run.game.step(decision.action)
     if len(run.game.actions) >= MAX_ACTIONS and not run.game.done:
         run.error = f"stopped after {MAX_ACTIONS} actions without an end"
+
+
+def check_players(game_id: str, players: Sequence[Player]) -> None:
+    """A ``textarena:ENV_ID`` game lists no legal actions: only frontier players (free text) can play it."""
+    if game_id.startswith(TEXTARENA_PREFIX):
+        local = sorted({p.spec for p in players if not p.spec.startswith("openai:")})
+        if local:
+            raise ArenaError(f"game {game_id} lists no legal actions, so {local} cannot play it: only frontier "
+                             "players (openai:MODEL@BASE_URL) play a textarena:ENV_ID game")
 
 
 def _start_cohort(cohort: Sequence[tuple[int, Slot]], players: tuple[Player, Player], game_id: str,
@@ -184,6 +195,7 @@ def play_match(
     """
     if concurrency < 1:
         raise ValueError(f"concurrency = {concurrency} must be >= 1")
+    check_players(game_id, players)
     pins = [players[0].pin(), players[1].pin()]
     records: dict[int, dict[str, Any]] = {}
     indexed = list(enumerate(schedule))

@@ -76,6 +76,8 @@ def audit_game(game: str, config: ProbeConfig, progress: bool = False, play: Pla
     n = config.games_for(game)
     seeds = list(range(config.seed, config.seed + (n + 1) // 2))
     schedule = duplicate_schedule(seeds, n)
+    if game == "negotiation":
+        return audit_negotiation(schedule, progress, play)
     random_player = make_scripted("random")
 
     def match(player: Player) -> tuple[list[dict], dict]:
@@ -110,6 +112,49 @@ def audit_game(game: str, config: ProbeConfig, progress: bool = False, play: Pla
         checks.append(Check(game, name, f"chips/round {mean:+.3f} [{low:+.3f}, {high:+.3f}]",
                             "no gain: 95% lower bound <= 0", low <= 0))
     return checks
+
+
+def audit_negotiation(schedule: Sequence, progress: bool = False, play: PlayFn = play_match) -> list[Check]:
+    """Negotiation's checks: invalid text, never trading, accepting everything and spamming offers must not score,
+    against the greedy trader (which exploits a pliant opponent) nor against random play; the greedy trader must
+    beat random play (the reward pays for sensible trading), and random play must be seat-fair."""
+    game = "negotiation"
+    greedy, random_player = make_scripted("greedy"), make_scripted("random")
+
+    def match(player: Player, opponent: Player) -> tuple[list[dict], dict]:
+        records = play(game, (player, opponent), schedule, progress=progress)
+        return records, summarize_match(records, player.spec, opponent.spec)
+
+    checks = []
+    for name in ("staller", "spammer", "never"):
+        _, summary = match(make_scripted(name), random_player if name != "never" else greedy)
+        wins = summary["wins"]["p0"]
+        opponent = "greedy" if name == "never" else "random"
+        checks.append(Check(game, f"{name} vs {opponent}", f"{wins} wins / {summary['games']}", "0 wins", wins == 0))
+    for name in ("accept-all", "offer-spam"):
+        records, _ = match(make_scripted(name), greedy)
+        mean, low, high = _mean_ci(_rewards_of(records, name))
+        checks.append(Check(game, f"{name} vs greedy", f"mean reward {mean:+.3f} [{low:+.3f}, {high:+.3f}]",
+                            "does not score: 95% upper bound < 0", high < 0))
+        _, summary = match(make_scripted(name), random_player)
+        rate = summary["p0_win_rate"]
+        checks.append(Check(game, f"{name} vs random", _rate_text(rate), "no edge: Wilson lower bound <= 0.5",
+                            rate["low"] <= 0.5))
+    _, summary = match(greedy, random_player)
+    rate = summary["p0_win_rate"]
+    checks.append(Check(game, "greedy vs random", _rate_text(rate), "Wilson lower bound > 0.5", rate["low"] > 0.5))
+    mirror = make_scripted("random")
+    mirror.spec = "random-b"
+    _, summary = match(random_player, mirror)
+    rate = summary["p0_win_rate"]
+    checks.append(Check(game, "random vs random", _rate_text(rate),
+                        "interval contains the seat-fair 0.5", rate["low"] <= 0.5 <= rate["high"]))
+    return checks
+
+
+def _rewards_of(records: list[dict], spec: str) -> list[float]:
+    """The rewards ``spec`` won in each completed game."""
+    return [r["rewards"][r["players"].index(spec)] for r in records if not r["errored"]]
 
 
 def run_probe(config: ProbeConfig, progress: bool = False, play: PlayFn = play_match) -> list[Check]:

@@ -6,8 +6,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from arena.games.negotiation_theory import pareto_counts
+
 # Games whose rewards are chips summed over several rounds; their summaries also report chips per round.
 CHIP_GAMES = frozenset({"kuhn", "leduc"})
+# Games whose records carry ``details`` (values, holdings, trades); their summaries also report trade measures.
+DETAIL_GAMES = frozenset({"negotiation"})
 
 
 def wilson_interval(successes: float, n: int, z: float = 1.96) -> tuple[float, float, float]:
@@ -136,7 +140,20 @@ def summarize_outcomes(game_id: str, rows: Sequence[Mapping[str, Any]], p0_spec:
     }
     if game_id in CHIP_GAMES:
         summary["mean_chips_per_round"] = {k: (v / rounds if rounds else None) for k, v in chips.items()}
+    if game_id in DETAIL_GAMES:
+        summary["trades"] = trade_summary(rows, seats)
     return summary
+
+
+def trade_summary(rows: Sequence[Mapping[str, Any]], seats: Sequence[tuple[int, int]]) -> dict[str, Any]:
+    """Negotiation's measures over completed games: mean inventory-value gain per player, and the accepted trades
+    that raise both sides' private values strictly (``pareto_share``: their share, None when no trade happened)."""
+    done = [(row["details"], s) for row, s in zip(rows, seats, strict=True) if not row.get("errored")]
+    improving, accepted = pareto_counts(details for details, _ in done)
+    gain = {key: (sum(d["value_gain"][s[i]] for d, s in done) / len(done) if done else None)
+            for i, key in enumerate(("p0", "p1"))}
+    return {"mean_value_gain": gain, "accepted": accepted, "pareto_improving": improving,
+            "pareto_share": improving / accepted if accepted else None}
 
 
 def summarize_match(records: Sequence[Mapping[str, Any]], p0_spec: str, p1_spec: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from arena.games.kuhn_theory import nash_policy
 from arena.games.leduc_cfr import nash_digest, nash_table
 from arena.games.nim_theory import nim_move
 from arena.games.tictactoe_theory import ttt_best_move, ttt_value, ttt_winner
+from arena.players import traders
 from arena.players.base import Decision, Player
 from arena.players.specs import EPS_ORACLE, EPS_ORACLE_FORM, parse_epsilon
 
@@ -152,13 +153,14 @@ class OraclePlayer(ScriptedPlayer):
     sample key. Leduc: the CFR+ average policy shipped in ``arena/games/data/leduc_nash.json`` (exploitability
     about 1e-5), sampled from the sample key at the observation's OpenSpiel info state.
     TicTacToe: memoised minimax (never loses). Nim: nim-sum (wins every won position). Liar's Dice: the
-    binomial heuristic of ``liarsdice_choice``.
+    binomial heuristic of ``liarsdice_choice``. Negotiation (no exact theory): the greedy trader's move.
     """
 
     spec = "oracle"
     helpers = (
         nash_policy, kuhn_action, nash_table, leduc_action, ttt_winner, ttt_value, ttt_best_move, nim_move,
-        binomial_tail, liarsdice_bid_truth, liarsdice_choice,
+        binomial_tail, liarsdice_bid_truth, liarsdice_choice, traders.greedy_move, traders.best_offer,
+        traders.incoming_gain, traders._gains,
     )  # fmt: skip
 
     def __init__(self, kuhn_alpha: float = 0.0) -> None:
@@ -185,6 +187,8 @@ class OraclePlayer(ScriptedPlayer):
             return Decision(action=f"[{pile} {quantity}]")
         if observation.game_id == "liarsdice":
             return Decision(action=liarsdice_choice(state, legal))
+        if observation.game_id == "negotiation":
+            return Decision(action=traders.greedy_move(state, legal))
         raise ValueError(f"the oracle has no policy for game {observation.game_id!r}")
 
 
@@ -219,8 +223,73 @@ class EpsOraclePlayer(ScriptedPlayer):
         return self.oracle.act(observation)
 
 
+class TraderPlayer(ScriptedPlayer):
+    """A negotiation policy of ``arena.players.traders`` (only for ``negotiation``: other games have no offers)."""
+
+    helpers = (traders.incoming_gain, traders.proposer_base_gain, traders._gains, traders.best_offer)
+    move: Callable[[Mapping[str, Any], Sequence[str]], str]
+
+    def act(self, observation: Observation) -> Decision:
+        if observation.game_id != "negotiation":
+            raise ValueError(f"scripted player {self.spec!r} plays only negotiation, not {observation.game_id!r}")
+        return Decision(action=type(self).move(observation.state, observation.legal_actions))
+
+
+class GreedyTrader(TraderPlayer):
+    """Accepts any offer that raises its own value; proposes the largest own gain the opponent would take."""
+
+    spec = "greedy"
+    move = staticmethod(traders.greedy_move)
+    helpers = (*TraderPlayer.helpers, traders.greedy_move)
+
+
+class FairTrader(TraderPlayer):
+    """Accepts offers that give it at least the proposer's gain; proposes the most even mutual gain."""
+
+    spec = "fair"
+    move = staticmethod(traders.fair_move)
+    helpers = (*TraderPlayer.helpers, traders.fair_move)
+
+
+class NeverTrader(TraderPlayer):
+    """Always ``[Deny]``: never offers, never accepts."""
+
+    spec = "never"
+    move = staticmethod(lambda state, legal: "[Deny]")
+
+
+class ResponderTrader(TraderPlayer):
+    """Accepts exactly the offers that raise its own value; never proposes (the measure of value left)."""
+
+    spec = "responder"
+    move = staticmethod(traders.responder_move)
+    helpers = (*TraderPlayer.helpers, traders.responder_move)
+
+
+class AcceptAllTrader(TraderPlayer):
+    """Accepts every offer it can pay for, else passes (degenerate: the reward audit's)."""
+
+    spec = "accept-all"
+    move = staticmethod(traders.accept_all_move)
+    helpers = (*TraderPlayer.helpers, traders.accept_all_move)
+
+
+class OfferSpammer(TraderPlayer):
+    """A uniformly random listed offer every move, never accepting (degenerate: the reward audit's)."""
+
+    spec = "offer-spam"
+    helpers = (sample_rng, traders.offer_spam_move)
+
+    def act(self, observation: Observation) -> Decision:
+        if observation.game_id != "negotiation":
+            raise ValueError(f"scripted player {self.spec!r} plays only negotiation, not {observation.game_id!r}")
+        rng = sample_rng(self.spec, observation.sample_key)
+        return Decision(action=traders.offer_spam_move(observation.legal_actions, rng))
+
+
+TRADERS = (GreedyTrader, FairTrader, NeverTrader, ResponderTrader, AcceptAllTrader, OfferSpammer)
 SCRIPTED: dict[str, type[ScriptedPlayer]] = {
-    cls.spec: cls for cls in (RandomPlayer, FirstPlayer, OraclePlayer, StallerPlayer, SpammerPlayer)
+    cls.spec: cls for cls in (RandomPlayer, FirstPlayer, OraclePlayer, StallerPlayer, SpammerPlayer, *TRADERS)
 }
 
 

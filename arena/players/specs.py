@@ -12,9 +12,11 @@ from arena.core.errors import ArenaError
 EPS_ORACLE = "eps-oracle:"
 # How the one parametrised scripted player is written: every message that lists the scripted players uses it.
 EPS_ORACLE_FORM = f"{EPS_ORACLE}EPS (EPS in [0, 1])"
-SPEC_HELP = f"random, first, oracle, {EPS_ORACLE_FORM}, staller, spammer, mlx:PATH or openai:MODEL@BASE_URL"
+SPEC_HELP = (f"random, first, oracle, {EPS_ORACLE_FORM}, staller, spammer, (negotiation) greedy, fair, never, "
+             "responder, accept-all, offer-spam, mlx:PATH or openai:MODEL@BASE_URL")
 # The scripted players' names (arena.players.scripted maps each to its class; a test keeps the two in step).
-SCRIPTED_NAMES = ("random", "first", "oracle", "staller", "spammer")
+SCRIPTED_NAMES = ("random", "first", "oracle", "staller", "spammer", "greedy", "fair", "never", "responder",
+                  "accept-all", "offer-spam")
 SPEC_PREFIX = "openai:"
 
 

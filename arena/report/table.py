@@ -54,12 +54,18 @@ def render_match(summary: Mapping[str, Any], p0: str, p1: str) -> Table:
                         f"{summary.get('games_per_sec', 0):.1f} games/s")
     chips = summary.get("mean_chips_per_round")
     columns = [*(["chips/hand"] if chips else []), "wins", "mean reward", "invalid moves"]
+    trades = summary.get("trades")
+    if trades:
+        columns.append("value gain")
     table.add_column("player")
     for column in columns:
         table.add_column(column, justify="right")
     for key, spec in (("p0", p0), ("p1", p1)):
-        table.add_row(player_name(spec), *([number(chips[key], 3)] if chips else []), str(summary["wins"][key]),
-                      number(summary["mean_reward"][key], 3), str(summary["invalid_moves"][key]))
+        row = [player_name(spec), *([number(chips[key], 3)] if chips else []), str(summary["wins"][key]),
+               number(summary["mean_reward"][key], 3), str(summary["invalid_moves"][key])]
+        if trades:
+            row.append(number(trades["mean_value_gain"][key], 1))
+        table.add_row(*row)
     rate = summary["p0_win_rate"]
     won = f"win rate {number(rate['rate'], 3)} {interval(rate)}, draws {summary['wins']['draws']}"
     lead = summary.get("p0_chips_per_hand")
@@ -68,4 +74,7 @@ def render_match(summary: Mapping[str, Any], p0: str, p1: str) -> Table:
                          f"{lead['high']:+.3f}] (95%, over deals); {won}")
     else:
         table.caption = f"{player_name(p0)}: {won}"
+    if trades:
+        table.caption += (f"; {trades['accepted']} trades, Pareto-improving share "
+                          f"{number(trades['pareto_share'], 3)}")
     return table
