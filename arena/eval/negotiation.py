@@ -15,7 +15,7 @@ from typing import Any
 from arena.games.negotiation_theory import value_left
 from arena.games.variants import validate_variant
 from arena.play.match import duplicate_schedule, play_match
-from arena.play.stats import summarize_match
+from arena.play.stats import mean_interval, summarize_match
 from arena.players.base import Player
 from arena.players.scripted import make_scripted
 
@@ -25,7 +25,6 @@ RESPONDER = "responder"
 def value_left_measures(records: Sequence[Mapping[str, Any]], spec: str) -> dict[str, Any]:
     """From ``spec``'s games against the responder: mean best extraction, mean gain, mean value left (with its 95%
     interval over games) and the share of the best it captured (sum of gains / sum of bests)."""
-    from arena.eval.roundeval import mean_interval  # roundeval imports this module
 
     rows = []
     for record in records:
@@ -63,7 +62,6 @@ def trade_columns(records: Sequence[Mapping[str, Any]], spec: str, opponent: str
 def payoff_row(records: Sequence[Mapping[str, Any]], spec: str, opponent: str) -> dict[str, Any]:
     """``spec``'s result against ``opponent``: win rate (draws half) with its Wilson interval, mean reward with its
     95% interval over deals (a deal's two seats together), mean value gains and the Pareto-improving share."""
-    from arena.eval.roundeval import mean_interval  # roundeval imports this module
 
     summary = summarize_match(records, spec, opponent)
     per_deal: dict[int, list[float]] = {}
