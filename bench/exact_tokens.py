@@ -82,7 +82,8 @@ def counts(player, game: str) -> dict[str, int]:
             reuse.append(shared if shared >= MIN_STEM else 0)
         chained += packed([prompts[i] for _, i in picked], [actions[i] for _, i in picked], reuse, budget, weight)
     return {"positions": len(prompts), "prompt_tokens": sum(map(len, prompts)), "trie_tokens": trie_tokens(prompts),
-            "one_pass": one_pass, "chained": chained, "chains": chains, "used": worth_chaining(prompts) and chains < len(prompts)}
+            "one_pass": one_pass, "chained": chained, "chains": chains,
+            "used": worth_chaining(prompts) and chains < len(prompts)}
 
 
 def main(argv: list[str]) -> int:
