@@ -207,7 +207,7 @@ def _row(game: str, view: str, weights: str, cases: dict[str, tuple]) -> Row:
         row.passed = False
     if row.passed is not None:
         row.passed = bool(row.passed and rss <= TARGET_RSS_GIB * 1024)
-        row.target = f"{row.target}, peak RSS <= {TARGET_RSS_GIB:g} GB"
+        row.target = f"{row.target}, peak RSS <= {TARGET_RSS_GIB:g} GiB"
     return row
 
 
@@ -236,7 +236,27 @@ def figure(games: int, reference_games: int, only: list[tuple[str, str]], weight
                 if floor:
                     cases["floor"] = _child("floor", models[weight], game, view, reference_games or games)
                 rows.append(_row(game, view, weight, cases))
-                log(f"realmodel: {rows[-1].name}: {json.dumps(rows[-1].details)}")
+                log(f"realmodel: row {json.dumps([game, view, weight, {k: c for k, c in cases.items()}])}")
+    return rows
+
+
+def rows_from_log(path: Path) -> list[Row]:
+    """The rows a run's stderr logged as it went: a run stopped before its last row still gives the rows it finished.
+
+    Lines ``realmodel: row [game, view, weights, cases]``, or (this script's first runs) ``realmodel: NAME: details``
+    with each side's figures (``_side``)."""
+    rows = []
+    for line in path.read_text().splitlines():
+        if line.startswith("[bench] realmodel: row "):
+            game, view, weight, cases = json.loads(line.removeprefix("[bench] realmodel: row "))
+            rows.append(_row(game, view, weight, {k: tuple(c) for k, c in cases.items()}))
+        elif line.startswith("[bench] realmodel: ") and ", SmolLM2 " in line:
+            name, details = line.removeprefix("[bench] realmodel: ").split(": ", 1)
+            game, view = name.split(" view,")[0].split(" ")
+            weight = name.split("SmolLM2 ")[1].split(",")[0]
+            cases = {side: (d if "games" in d else None, d["peak_rss_mib"], d.get("ended", "ok"))
+                     for side, d in json.loads(details).items() if d}
+            rows.append(_row(game, view, weight, cases))
     return rows
 
 
@@ -276,6 +296,8 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("--no-floor", action="store_true")
     parser.add_argument("--quick", action="store_true", help="Kuhn compact, q4, 1 game a side; writes nothing")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    parser.add_argument("--from-log", type=Path, help="write the results of a run's stderr log (rows it finished)")
+    parser.add_argument("--command", help="with --from-log: the command line that run was started with")
     args = parser.parse_args(argv)
     from arena.core.blas import ensure_fast_blas
 
@@ -283,6 +305,11 @@ def _main(argv: list[str]) -> int:
     if args.case:
         kind, model, game, view, games, out = args.case
         Path(out).write_text(json.dumps(run_case(kind, Path(model), game, view, int(games))))
+        return 0
+    if args.from_log:
+        rows = rows_from_log(args.from_log)
+        print(render_table([asdict(row) for row in rows]))
+        write_results(rows, args.command or "python bench/realmodel.py")
         return 0
     if args.quick:
         args.games, args.reference_games, args.only, args.weights = 1, 1, "kuhn:compact", "q4"
