@@ -55,3 +55,14 @@ def test_compact_view_keeps_the_one_pass_path(base_model_dir):
     assert not worth_chaining([player.prompts.prompt_ids(o) for o in observations])
     for a, b in zip(exact_policy_probs(player, observations), player.policy(observations), strict=True):
         assert np.array_equal(a, b)  # the embedded default's exact measures: byte-identical
+
+
+def test_chain_count_keeps_the_chains_prompts_to_an_eighth_of_the_budget():
+    from types import SimpleNamespace
+
+    from arena.players.chained import chain_count
+
+    player = SimpleNamespace(config=MLXPlayerConfig(max_batch_tokens=65536))
+    assert chain_count(player, [(1,) * 995] * 4520) == 8  # TicTacToe's full view on SmolLM2: 8 x 995 <= 65536 / 8
+    assert chain_count(player, [(1,) * 995] * 3) == 3  # never more chains than prompts
+    assert chain_count(player, [(1,) * 70000]) == 1

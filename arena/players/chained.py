@@ -46,10 +46,11 @@ def worth_chaining(prompts: Sequence[Sequence[int]]) -> bool:
 
 
 def chain_count(player: MLXPlayer, prompts: Sequence[Sequence[int]]) -> int:
-    """How many chains run side by side: one step's prompts, counted whole with a prompt's worth of head rows and
-    action tokens, fit one pass of ``player.max_batch_tokens``."""
+    """How many chains run side by side: their kept prompts (whole, at the longest) hold at most an eighth of
+    ``player.max_batch_tokens``, since a step's pass copies its stored keys and values a few times (stacked, joined,
+    each tail's rows). A quarter (32 chains for TicTacToe's full view on SmolLM2) peaked over 5 GB on Leduc."""
     longest = max(map(len, prompts))
-    return max(1, min(len(prompts), player.config.max_batch_tokens // (2 * longest)))
+    return max(1, min(len(prompts), player.config.max_batch_tokens // (8 * longest)))
 
 
 def chained_log_policy(player: MLXPlayer, observations: Sequence[Observation], chains: int | None = None
