@@ -66,3 +66,19 @@ def test_chain_count_keeps_the_chains_prompts_to_an_eighth_of_the_budget():
     assert chain_count(player, [(1,) * 995] * 4520) == 8  # TicTacToe's full view on SmolLM2: 8 x 995 <= 65536 / 8
     assert chain_count(player, [(1,) * 995] * 3) == 3  # never more chains than prompts
     assert chain_count(player, [(1,) * 70000]) == 1
+
+
+def test_leduc_policy_renormalises_float32_round_off():
+    """SmolLM2's compact view: exps of float32 log-probs summed to 0.999999 at a Leduc info state, and
+    leduc_theory refused the table (`arena exact --game leduc` failed)."""
+    from arena.games import leduc_theory
+    from arena.players.policy import leduc_model_policy
+
+    class Short:
+        memo = True  # the player's own path
+
+        def policy(self, observations):
+            return [np.full(len(o.legal_actions), (1 - 3e-6) / len(o.legal_actions)) for o in observations]
+
+    policy = leduc_model_policy(Short())
+    assert 0 <= leduc_theory.exploitability(policy) < 5  # validates every info state's sum

@@ -81,7 +81,9 @@ def chained_log_policy(player: MLXPlayer, observations: Sequence[Observation], c
 def exact_policy_probs(player: MLXPlayer, observations: Sequence[Observation]) -> list[np.ndarray]:
     """``player.policy(observations)``, in chains where that saves most of the prompts' tokens (full views) and the
     player keeps no memo; otherwise the player's own one-pass path, unchanged."""
+    if player.memo:
+        return player.policy(observations)
     prompts = [player.prompts.prompt_ids(o) for o in observations]
-    if player.memo or not worth_chaining(prompts) or chain_count(player, prompts) >= len(prompts):
+    if not worth_chaining(prompts) or chain_count(player, prompts) >= len(prompts):
         return player.policy(observations)
     return [np.exp(lp) for lp in chained_log_policy(player, observations)]
