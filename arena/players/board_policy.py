@@ -2,7 +2,7 @@
 
 Each position is reached in a real game (TicTacToe by playing its moves, Nim as a game's starting piles), so
 the prompt and the legal-action order are exactly what the model sees in play; all positions are scored in
-one batched pass.
+batched passes (long full-view prompts in chains that reuse each other's prefixes: arena.players.chained).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from arena.games.base import Observation
 from arena.games.nim_theory import Piles
 from arena.games.registry import make_game
 from arena.games.tictactoe_theory import MARKS, Board, reachable_positions
+from arena.players.chained import exact_policy_probs
 from arena.players.mlx import MLXPlayer
 
 
@@ -45,7 +46,7 @@ def ttt_observations() -> dict[tuple[Board, str], Observation]:
 def ttt_model_policy(player: MLXPlayer) -> dict[tuple[Board, str], dict[int, float]]:
     """{(board, mark): {cell: probability}} at every reachable position."""
     observations = ttt_observations()
-    probabilities = player.policy(list(observations.values()))
+    probabilities = exact_policy_probs(player, list(observations.values()))
     return {key: {cell_of(a): float(p) for a, p in zip(obs.legal_actions, probs, strict=True)}
             for (key, obs), probs in zip(observations.items(), probabilities, strict=True)}
 
@@ -53,6 +54,6 @@ def ttt_model_policy(player: MLXPlayer) -> dict[tuple[Board, str], dict[int, flo
 def nim_model_policy(player: MLXPlayer, configurations: Sequence[Piles]) -> dict[Piles, dict[tuple[int, int], float]]:
     """{piles: {(pile, quantity): probability}} at each configuration (the first move of a game from it)."""
     observations = [make_game("nim", 0, {"piles": list(piles)}).observation() for piles in configurations]
-    probabilities = player.policy(observations)
+    probabilities = exact_policy_probs(player, observations)
     return {tuple(piles): {_nim_move(a): float(p) for a, p in zip(obs.legal_actions, probs, strict=True)}
             for piles, obs, probs in zip(configurations, observations, probabilities, strict=True)}

@@ -174,6 +174,11 @@ class MLXPlayer(Player):
             out.append(logp)
         return out
 
+    def scored(self, observations: Sequence[Observation]) -> list[np.ndarray]:
+        """Per observation, the log-probability of each legal action, past the memo; a game's previous prompt (its
+        ``stream``'s last in this match) is reused."""
+        return self._scored(observations)
+
     def _scored(self, observations: Sequence[Observation]) -> list[np.ndarray]:
         """Per observation, the log-probability of each legal action; a game's previous prompt is reused."""
         prompts = [self._prompt_ids(o) for o in observations]

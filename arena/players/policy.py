@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from functools import cache
 
+import numpy as np
+
 from arena.games import leduc_theory
 from arena.games.base import Observation
 from arena.games.kuhn_theory import INFO_SETS, nash_policy, uniform_policy
 from arena.games.registry import make_game
+from arena.players.chained import exact_policy_probs
 from arena.players.mlx import MLXPlayer
 from arena.players.specs import EPS_ORACLE, parse_epsilon
 
@@ -128,9 +131,12 @@ def leduc_canonical_observations() -> dict[str, Observation]:
 def leduc_model_policy(player: MLXPlayer) -> dict[str, dict[str, float]]:
     """{OpenSpiel info state: {fold/call/raise: probability}}, from one batched scoring pass over all 936."""
     observations = leduc_canonical_observations()
-    probabilities = player.policy(list(observations.values()))
+    probabilities = exact_policy_probs(player, list(observations.values()))
+    # Renormalised in float64: exps of float32 log-probabilities can sum to 1 - 1e-6 (SmolLM2's compact view), past
+    # leduc_theory's tolerance.
     return {
-        key: {LEDUC_NAMES[a]: round(float(p), 9) for a, p in zip(observation.legal_actions, probs, strict=True)}
+        key: {LEDUC_NAMES[a]: round(float(p), 9)
+              for a, p in zip(observation.legal_actions, np.asarray(probs, np.float64) / np.sum(probs), strict=True)}
         for (key, observation), probs in zip(observations.items(), probabilities, strict=True)
     }
 
