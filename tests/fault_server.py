@@ -108,6 +108,7 @@ class FaultServer:
     def __init__(self, default: Reply | None = None) -> None:
         self.default = default or Reply()
         self.models_status = 200
+        self.models_body: bytes | None = None  # set: GET /v1/models answers 200 with exactly these bytes
         self.requests: list[SeenRequest] = []
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -184,6 +185,8 @@ class FaultServer:
                 if server.models_status != 200:
                     error = {"error": {"message": f"bad key {self.headers.get('Authorization')}"}}
                     self._send(server.models_status, json.dumps(error).encode())
+                elif server.models_body is not None:
+                    self._send(200, server.models_body)
                 elif self.path.rstrip("/").endswith("/v1/models"):
                     models = {"object": "list", "data": [{"id": server.default.model, "object": "model"}]}
                     self._send(200, json.dumps(models).encode())

@@ -76,3 +76,17 @@ def test_kuhn_policy_and_exploitability(base_model_dir, tmp_path):
     path.write_text(json.dumps(policy))
     report = json.loads(_invoke("exploitability", path).stdout)
     assert 0.0 < report["exploitability"] < 1.0
+
+
+def test_play_whose_games_all_error_says_why_in_one_line(base_model_dir, monkeypatch):
+    from arena.players.mlx import MLXPlayer
+
+    def act_batch(self, observations):
+        raise KeyError((34, 1))
+
+    monkeypatch.setattr(MLXPlayer, "act_batch", act_batch)
+    result = _invoke("play", "kuhn", "--p0", f"mlx:{base_model_dir}", "--p1", "random", "--games", 4)
+    assert result.exit_code == 2, result.output
+    assert f"all 4 games of kuhn (mlx:{base_model_dir} vs random) errored; the first (seed 0): KeyError: (34, 1)" \
+        in result.output
+    assert "Traceback" not in result.output and "ZeroDivision" not in result.output

@@ -395,6 +395,16 @@ def test_check_endpoint(server):
     assert player.stats.checks == 3 and player.stats.calls == 0
 
 
+@pytest.mark.parametrize("body", [b"", b"{}", b'{"data": null}', b"[]", b"<html>"])
+def test_check_endpoint_on_an_answer_that_is_no_model_list_is_one_line(server, body):
+    server.models_body = body  # mlx_lm.server without an HF_HUB_CACHE folder: an empty 200
+    player = FrontierPlayer("m", server.base_url, FAST)
+    with pytest.raises(FrontierError, match=r"/v1/models did not answer with a model list: check BASE_URL .*"
+                                            r"HF_HUB_CACHE") as raised:
+        player.check_endpoint()
+    assert "\n" not in str(raised.value) and raised.value.__cause__ is None
+
+
 # ---------------------------------------------------------------- secrets
 
 
@@ -545,3 +555,17 @@ def test_real_openai_compatible_server(mlx_server, base_model_dir):
     fresh = [capped.act(observation(key=k)) for k in (50, 51)]
     assert fresh[0].error is None and fresh[1].error == "call cap reached (max_calls=1)"
     assert capped.stats.calls == 1
+
+
+def test_arena_play_against_an_empty_model_list_is_one_line(server):
+    from click.testing import CliRunner
+
+    from arena.cli import main
+
+    server.models_body = b""
+    result = CliRunner().invoke(main, ["play", "kuhn", "--p0", f"openai:m@{server.base_url}", "--p1", "random",
+                                       "--games", "2"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output.strip().splitlines() == [
+        f"error: {server.base_url}/models did not answer with a model list: check BASE_URL (it usually ends in /v1); "
+        "an mlx_lm.server needs HF_HUB_CACHE to name an existing folder (docs/frontier.md)"]

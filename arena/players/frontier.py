@@ -285,7 +285,7 @@ class FrontierPlayer(Player):
         url = f"{self.base_url}/models"
         self.stats.checks += 1
         try:
-            page = self._client.models.list()
+            return [str(model.id) for model in self._client.models.list().data]
         except openai.APIConnectionError as error:
             what = "timed out" if isinstance(error, openai.APITimeoutError) else "connection failed"
             raise FrontierError(
@@ -302,9 +302,14 @@ class FrontierPlayer(Player):
             raise FrontierError(
                 f"{url} answered HTTP {error.status_code}: check BASE_URL (it usually ends in /v1)"
             ) from None
-        except openai.OpenAIError:
-            raise FrontierError(f"{url} did not answer with a model list: check BASE_URL") from None
-        return [str(model.id) for model in page.data]
+        # Not JSON (ValueError: mlx_lm.server's empty body), or JSON of another shape (the client's parser fails).
+        except (openai.OpenAIError, ValueError, AttributeError, TypeError, KeyError):
+            raise FrontierError(f"{url} did not answer with a model list: {_LIST_FIX}") from None
+
+
+# mlx_lm.server answers GET /models with an empty 200 when its Hugging Face cache folder does not exist.
+_LIST_FIX = ("check BASE_URL (it usually ends in /v1); an mlx_lm.server needs HF_HUB_CACHE to name an existing "
+             "folder (docs/frontier.md)")
 
 
 def redirect_refusal(status: int, headers: Any) -> str:
