@@ -11,7 +11,7 @@ from typing import Any
 from arena.core.config import require, require_choice
 from arena.core.seeds import as_seed_range
 from arena.games.variants import PUZZLE_KINDS, check_game_id, game_label
-from arena.players.config import MLXPlayerConfig, sampling_config
+from arena.players.config import MLXPlayerConfig, sampling_config, think_field
 from arena.players.specs import EPS_ORACLE_FORM, SCRIPTED_NAMES, is_scripted
 
 QUANTS = {"none": None, "q8": 8, "q4": 4}
@@ -96,6 +96,7 @@ class SelfPlayConfig:
     temperature: float = 1.0
     enable_thinking: bool = False
     max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
+    think: Mapping[str, Any] = think_field()  # the local player's reasoning (players.config.ThinkConfig; {}: none)
     memo_prompts: int = 0
 
     def __post_init__(self) -> None:
@@ -261,6 +262,7 @@ class RestConfig:
     view: str = "compact"
     enable_thinking: bool = False
     max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
+    think: Mapping[str, Any] = think_field()  # the local player's reasoning (players.config.ThinkConfig; {}: none)
     replay_games: int = 1024
     keep_forfeit_wins: bool = False
     init: str = "base"
@@ -348,6 +350,7 @@ class LspConfig:
     view: str = "compact"
     enable_thinking: bool = False
     max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
+    think: Mapping[str, Any] = think_field()  # the local player's reasoning (players.config.ThinkConfig; {}: none)
     benchmark_seeds: tuple[int, ...] = (9_100_000, 9_101_000)
     seed: int = 0
 
