@@ -1,0 +1,103 @@
+"""Thinking players: deterministic reasoning, legal moves whatever the reasoning says, the memory bound, replay."""
+
+import json
+
+import mlx.core as mx
+import pytest
+
+from arena.core.config import ConfigError, as_dict
+from arena.core.errors import ArenaError
+from arena.eval.config import RoundEvalConfig
+from arena.play.match import duplicate_schedule, play_match
+from arena.play.records import verify_records
+from arena.players import thinking
+from arena.players.config import MLXPlayerConfig, ThinkConfig, sampling_config
+from arena.players.mlx import MLXPlayer
+
+
+def _player(path, **think):
+    return MLXPlayer(path, MLXPlayerConfig(think=ThinkConfig(**{"max_tokens": 8, **think})))
+
+
+def _play(player, game="kuhn", games=8):
+    return play_match(game, (player, player), duplicate_schedule(list(range(games)), games), progress=False)
+
+
+def test_default_configs_keep_their_bytes():
+    assert "think" not in as_dict(MLXPlayerConfig())
+    assert "think" not in as_dict(RoundEvalConfig())
+    section = RoundEvalConfig(think={"max_tokens": 12})
+    assert sampling_config(section).think == ThinkConfig(max_tokens=12)
+    with pytest.raises(ConfigError, match="player.think.tokens"):
+        sampling_config(RoundEvalConfig(think={"tokens": 12}))
+    with pytest.raises(ConfigError, match="think.max_tokens"):
+        ThinkConfig(max_tokens=0)
+
+
+def test_same_seeds_same_bytes(standin_dir):
+    first = _play(_player(standin_dir))
+    second = _play(_player(standin_dir))
+    assert json.dumps(first) == json.dumps(second)
+    decisions = [d for record in first for d in record["decisions"]]
+    assert all(isinstance(d["reasoning"], str) and len(d["reasoning_tokens"]) <= 8 for d in decisions)
+    assert all(record["reasoning_digest"] for record in first)
+    # Another thinking temperature draws other reasoning.
+    assert json.dumps(_play(_player(standin_dir, temperature=2.0))) != json.dumps(first)
+
+
+def test_a_row_samples_the_same_whatever_its_batch():
+    keys = thinking.row_keys([11, 22, 33])
+    alone = thinking.gumbel_noise(keys[1:2], 3, 50)
+    batched = thinking.gumbel_noise(keys, 3, 50)
+    assert mx.array_equal(alone[0], batched[1])
+    assert not mx.array_equal(batched[0], batched[1])
+    assert not mx.array_equal(thinking.gumbel_noise(keys, 4, 50)[1], batched[1])
+
+
+def test_reasoning_towards_an_illegal_move_still_plays_a_legal_one(standin_dir, monkeypatch):
+    player = _player(standin_dir)
+    said = player.tokenizer.encode("I will play [raise] now", add_special_tokens=False)
+
+    def scripted(model, shape, prompts, keys, think, stops, budget):
+        return [list(said) for _ in prompts]
+
+    monkeypatch.setattr("arena.players.mlx.generate", scripted)
+    records = _play(player, "kuhn") + _play(player, "tictactoe", 2)
+    decisions = [d for record in records for d in record["decisions"]]
+    assert decisions and all(d["action"] in d["legal"] for d in decisions)
+    assert all("[raise]" in d["reasoning"] for d in decisions)
+    assert not verify_records(records)
+
+
+def test_reasoning_batches_keep_to_max_batch_tokens(standin_dir, monkeypatch):
+    player = MLXPlayer(standin_dir, MLXPlayerConfig(max_batch_tokens=120, think=ThinkConfig(max_tokens=8)))
+    calls = []
+    real = thinking.generate_rows
+
+    def spy(model, prompts, keys, max_tokens, temperature, stops):
+        calls.append(len(prompts) * (max(map(len, prompts)) + max_tokens + player.shape.head_weight))
+        return real(model, prompts, keys, max_tokens, temperature, stops)
+
+    monkeypatch.setattr(thinking, "generate_rows", spy)
+    _play(player)
+    assert len(calls) > 4 and max(calls) <= 120
+    with pytest.raises(ArenaError, match="player.max_batch_tokens = 20"):
+        thinking.rows_per_batch(player.shape, 30, 8, 20)
+
+
+def test_replay_detects_tampered_reasoning(standin_dir):
+    records = _play(_player(standin_dir), games=4)
+    assert not verify_records(records)
+    tampered = json.loads(json.dumps(records))
+    tampered[1]["decisions"][0]["reasoning"] += " [bet]"
+    problems = verify_records(tampered)
+    assert len(problems) == 1 and "game 1" in problems[0] and "reasoning digest" in problems[0]
+    dropped = json.loads(json.dumps(records))
+    del dropped[2]["decisions"][0]["reasoning"]
+    assert verify_records(dropped)
+
+
+def test_records_without_reasoning_have_no_digest(standin_dir):
+    records = _play(MLXPlayer(standin_dir), games=2)
+    assert all("reasoning_digest" not in r and "reasoning" not in r["decisions"][0] for r in records)
+    assert not verify_records(records)
