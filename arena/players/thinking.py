@@ -69,8 +69,7 @@ class ThinkPrompts:
         self.block = "<think>" in vocab and "</think>" in vocab
         self.prefix = tuple(tokenizer.encode(BLOCK_PREFIX if self.block else ANSWER_PREFIX, add_special_tokens=False))
         self.stops = end_of_turn_ids(tokenizer) | ({vocab["</think>"]} if self.block else set())
-        mark = tokenizer.encode(ANSWER_MARK, add_special_tokens=False)
-        self.mark = tuple(mark) if not self.block else ()
+        self.space = tuple(tokenizer.encode(" ", add_special_tokens=False))
         self._cache: dict[str, tuple[int, ...]] = {}
 
     def prompt_ids(self, observation: Observation) -> tuple[int, ...]:
@@ -95,12 +94,15 @@ class ThinkPrompts:
             if token in self.stops:
                 ids = ids[:index]
                 break
-        if self.mark:
-            for index in range(len(ids) - len(self.mark) + 1):
-                if tuple(ids[index:index + len(self.mark)]) == self.mark:
-                    ids = ids[:index]
-                    break
-        return Reasoning(tuple(ids), self.tokenizer.decode(ids), self.prefix)
+        prefix = self.prefix
+        if not self.block and ANSWER_MARK in self.tokenizer.decode(ids):
+            # The reasoning ends with the shortest run of tokens that writes the marker; the move follows a space.
+            low, high = 1, len(ids)
+            while low < high:
+                middle = (low + high) // 2
+                low, high = (low, middle) if ANSWER_MARK in self.tokenizer.decode(ids[:middle]) else (middle + 1, high)
+            ids, prefix = ids[:low], self.space
+        return Reasoning(tuple(ids), self.tokenizer.decode(ids), prefix)
 
 
 def rows_per_batch(shape: ModelShape, widest: int, max_tokens: int, max_batch_tokens: int) -> int:
@@ -152,6 +154,18 @@ def generate_rows(model: Any, prompts: Sequence[Sequence[int]], keys: mx.array, 
     return out
 
 
+def generate_fast(model: Any, prompts: Sequence[Sequence[int]], keys: mx.array, max_tokens: int,
+                  temperature: float, stops: set[int]) -> list[list[int]]:
+    """``generate_rows`` with the layers' projections as float32 BLAS on the host where scoring runs them there
+    (a quantised model on the CPU: MLX 0.32's 4-bit CPU matmul is far slower than float BLAS)."""
+    from arena.players.hostmath import host_linears, host_math
+
+    if not host_math(model):
+        return generate_rows(model, prompts, keys, max_tokens, temperature, stops)
+    with host_linears(model):
+        return generate_rows(model, prompts, keys, max_tokens, temperature, stops)
+
+
 def generate(model: Any, shape: ModelShape, prompts: Sequence[Sequence[int]], sample_keys: Sequence[int],
              think: ThinkConfig, stops: set[int], max_batch_tokens: int) -> list[list[int]]:
     """Every decision's reasoning tokens, in batches of rows of similar width under ``max_batch_tokens``."""
@@ -166,7 +180,7 @@ def generate(model: Any, shape: ModelShape, prompts: Sequence[Sequence[int]], sa
             end += 1
         rows_per_batch(shape, len(prompts[order[end - 1]]), think.max_tokens, max_batch_tokens)
         chunk = order[start:end]
-        generated = generate_rows(model, [prompts[i] for i in chunk], row_keys([sample_keys[i] for i in chunk]),
+        generated = generate_fast(model, [prompts[i] for i in chunk], row_keys([sample_keys[i] for i in chunk]),
                                   think.max_tokens, think.temperature, stops)
         for index, tokens in zip(chunk, generated, strict=True):
             out[index] = tokens
