@@ -3,6 +3,7 @@
 import json
 
 import mlx.core as mx
+import numpy as np
 import pytest
 
 from arena.core.config import ConfigError, as_dict
@@ -101,3 +102,36 @@ def test_records_without_reasoning_have_no_digest(standin_dir):
     records = _play(MLXPlayer(standin_dir), games=2)
     assert all("reasoning_digest" not in r and "reasoning" not in r["decisions"][0] for r in records)
     assert not verify_records(records)
+
+
+def test_a_thinking_grpo_step_changes_the_adapter(standin_dir):
+    import mlx.optimizers as optim
+    from mlx.utils import tree_flatten
+
+    from arena.train.config import TrainConfig
+    from arena.train.lora import attach_lora
+    from arena.train.thinking import RoleBaseline, reasoning_stats, reference_logps, replies, thinking_step
+
+    player = _player(standin_dir)
+    attach_lora(player.model, TrainConfig(lora_layers=2, lora_rank=4))
+    records = _play(player, games=4)
+    batch = replies(records, player)
+    assert len(batch) == sum(len(r["decisions"]) for r in records)
+    before = {k: mx.array(v) for k, v in tree_flatten(player.model.trainable_parameters())}
+    baseline = RoleBaseline()
+    reference = reference_logps(player.model, batch)
+    loss = thinking_step(player.model, optim.Adam(learning_rate=1e-2), batch, baseline, reference)
+    after = dict(tree_flatten(player.model.trainable_parameters()))
+    assert np.isfinite(loss) and any(not mx.array_equal(before[k], after[k]) for k in before)
+    assert set(baseline.means) == {("kuhn", 0), ("kuhn", 1)}
+    stats = reasoning_stats(records)
+    assert stats["reasoning_decisions"] == len(batch) and 0 <= stats["names_a_move_rate"] <= 1
+
+
+def test_last_named_move():
+    from arena.train.thinking import last_named_move
+
+    legal = ["[check]", "[bet]"]
+    assert last_named_move("I could bet, but I will check.", legal) == "[check]"
+    assert last_named_move("check? no: [bet]", legal) == "[bet]"
+    assert last_named_move("betting is fun", legal) is None
