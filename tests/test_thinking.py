@@ -135,3 +135,8 @@ def test_last_named_move():
     assert last_named_move("I could bet, but I will check.", legal) == "[check]"
     assert last_named_move("check? no: [bet]", legal) == "[bet]"
     assert last_named_move("betting is fun", legal) is None
+
+
+def test_pins_state_the_thinking_budget(standin_dir):
+    assert _player(standin_dir, max_tokens=12).pin()["think"] == {"max_tokens": 12, "temperature": 1.0}
+    assert "think" not in MLXPlayer(standin_dir).pin()

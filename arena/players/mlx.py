@@ -288,6 +288,13 @@ class MLXPlayer(Player):
         return f"mlx:{self.path.name}"
 
     def pin(self) -> dict[str, Any]:
+        pin = self._model_pin()
+        if self.config.think is not None:
+            # The reasoning budget in plain sight on every score card (it is also inside config_hash).
+            pin["think"] = {"max_tokens": self.config.think.max_tokens, "temperature": self.config.think.temperature}
+        return pin
+
+    def _model_pin(self) -> dict[str, Any]:
         config = as_dict(self.config)
         base = _named_base(self.path)
         if base is not None:
