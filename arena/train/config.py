@@ -119,6 +119,9 @@ class SelfPlayConfig:
                 "must be >= 0 (distinct prompts whose scored policy a rollout player keeps; 0: no memo)")
         require(self.group_size >= 2 and self.group_size % 2 == 0, "selfplay.group_size", self.group_size,
                 "must be an even number >= 2 (each deal is played from both seats)")
+        require(not self.think, "selfplay.think", dict(self.think), "rounds do not train reasoning yet: "
+                "train a thinking player with arena.train.thinking (bench/thinking_round.py); the "
+                "evaluation sections (roundeval, baseline, tournament, shards) take think")
         sampling_config(self)
         require(self.temperature > 0, "selfplay.temperature", self.temperature,
                 "must be > 0: GRPO needs sampled moves and their log-probabilities")
@@ -281,6 +284,9 @@ class RestConfig:
         require(self.seeds_per_round >= 1, "rest.seeds_per_round", self.seeds_per_round, "must be >= 1")
         require(self.temperature > 0, "rest.temperature", self.temperature,
                 "must be > 0: ReST samples the model's own moves (0 would replay one line per deal)")
+        require(not self.think, "rest.think", dict(self.think), "rounds do not train reasoning yet: "
+                "train a thinking player with arena.train.thinking (bench/thinking_round.py); the "
+                "evaluation sections (roundeval, baseline, tournament, shards) take think")
         sampling_config(self)
         require(self.replay_games >= 0, "rest.replay_games", self.replay_games, "must be >= 0 (0 disables replay)")
         require_choice("rest.init", self.init, INITS)
@@ -369,6 +375,9 @@ class LspConfig:
         require_choice("lsp.challenger", self.challenger, CHALLENGERS)
         require(self.temperature > 0, "lsp.temperature", self.temperature,
                 "must be > 0: proposals and answers are sampled")
+        require(not self.think, "lsp.think", dict(self.think), "rounds do not train reasoning yet: "
+                "train a thinking player with arena.train.thinking (bench/thinking_round.py); the "
+                "evaluation sections (roundeval, baseline, tournament, shards) take think")
         sampling_config(self)
         as_seed_range(self.benchmark_seeds, "lsp.benchmark_seeds")
 

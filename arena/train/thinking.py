@@ -11,7 +11,6 @@ with the role baseline plus the KL term.
 
 from __future__ import annotations
 
-import math
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -152,7 +151,7 @@ def last_named_move(reasoning: str, legal: Sequence[str]) -> str | None:
     return best
 
 
-def reasoning_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+def reasoning_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, float | None]:
     """A thinking round's statistics: reasoning length (tokens) mean and spread, how often the reasoning names a
     legal move, and how often its last named move differs from the move played (of those that name one)."""
     lengths, named, differs = [], 0, 0
@@ -170,4 +169,4 @@ def reasoning_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, float]:
             "reasoning_tokens_std": float(statistics.pstdev(lengths)),
             "reasoning_decisions": float(len(lengths)),
             "names_a_move_rate": named / len(lengths),
-            "last_named_differs_rate": differs / named if named else math.nan}
+            "last_named_differs_rate": differs / named if named else None}
