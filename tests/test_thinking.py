@@ -59,7 +59,7 @@ def test_reasoning_towards_an_illegal_move_still_plays_a_legal_one(standin_dir, 
     player = _player(standin_dir)
     said = player.tokenizer.encode("I will play [raise] now", add_special_tokens=False)
 
-    def scripted(model, shape, prompts, keys, think, stops, budget):
+    def scripted(model, shape, prompts, keys, think, stops, budget, keep=None):
         return [list(said) for _ in prompts]
 
     monkeypatch.setattr("arena.players.mlx.generate", scripted)
@@ -75,9 +75,9 @@ def test_reasoning_batches_keep_to_max_batch_tokens(standin_dir, monkeypatch):
     calls = []
     real = thinking.generate_rows
 
-    def spy(model, prompts, keys, max_tokens, temperature, stops):
+    def spy(model, prompts, keys, max_tokens, temperature, stops, *rest):
         calls.append(len(prompts) * (max(map(len, prompts)) + max_tokens + player.shape.head_weight))
-        return real(model, prompts, keys, max_tokens, temperature, stops)
+        return real(model, prompts, keys, max_tokens, temperature, stops, *rest)
 
     monkeypatch.setattr(thinking, "generate_rows", spy)
     _play(player)
@@ -140,3 +140,18 @@ def test_last_named_move():
 def test_pins_state_the_thinking_budget(standin_dir):
     assert _player(standin_dir, max_tokens=12).pin()["think"] == {"max_tokens": 12, "temperature": 1.0}
     assert "think" not in MLXPlayer(standin_dir).pin()
+
+
+def test_the_move_is_scored_on_the_reasonings_own_keys_and_values(standin_dir):
+    from arena.players.policy import canonical_observations
+
+    player = _player(standin_dir, max_tokens=12)
+    observations = list(canonical_observations().values())
+    reasonings = player.reason(observations)
+    hits = player.turns.hits
+    reused = player.thought_log_policy(observations, reasonings)
+    assert player.turns.hits - hits == len(observations) and not player.turns.entries
+    fresh = player.thought_log_policy(observations, reasonings)  # nothing stored now: every token encoded again
+    assert player.turns.hits - hits == len(observations)
+    for a, b in zip(reused, fresh, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-4)

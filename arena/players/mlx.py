@@ -186,9 +186,23 @@ class MLXPlayer(Player):
         if think is None:
             raise ArenaError("this player has no think setting: give its section think: {max_tokens: N}")
         prompts = [self.think_prompts.prompt_ids(o) for o in observations]
+        held: dict[int, tuple[int, Any]] = {}
         generated = generate(self.model, self.shape, prompts, [o.sample_key for o in observations], think,
-                             self.think_prompts.stops, self.config.max_batch_tokens)
-        return [self.think_prompts.finish(tokens) for tokens in generated]
+                             self.think_prompts.stops, self.config.max_batch_tokens,
+                             lambda row, tokens, kv: held.__setitem__(row, (tokens, kv)))
+        reasonings = [self.think_prompts.finish(tokens) for tokens in generated]
+        # Each row's prompt-and-reasoning keys and values go to the cross-turn store under a key of their own, so the
+        # move's scoring pass encodes only the answer prefix and the actions (TurnCache bounds what it keeps).
+        self._thought_keys: list[Any] = [None] * len(prompts)
+        for row, (prompt, reasoning) in enumerate(zip(prompts, reasonings, strict=True)):
+            if row not in held:
+                continue
+            tokens, kv = held[row]
+            common = min(tokens, len(prompt) + len(reasoning.ids))
+            mx.eval(kv)
+            self.turns.store(("think", row), (prompt + reasoning.ids)[:common], kv[:, :, :common])
+            self._thought_keys[row] = ("think", row)
+        return reasonings
 
     def thought_prompt(self, observation: Observation, reasoning: Reasoning) -> tuple[int, ...]:
         """The tokens the move is scored after: the reasoning prompt, the reasoning and its answer prefix."""
@@ -199,16 +213,27 @@ class MLXPlayer(Player):
         """Per observation, the log-probability of each legal action scored after its reasoning."""
         prompts = [self.thought_prompt(o, r) for o, r in zip(observations, reasonings, strict=True)]
         actions = [[self.reply_prompts.action_ids(a) for a in o.legal_actions] for o in observations]
-        # No stream: a prompt with reasoning in it is never the start of the game's next prompt.
-        return self._scored([replace(o, stream=0) for o in observations], prompts, actions)
+        # The reasoning's own keys and values (``reason``), never a game stream: a prompt with reasoning in it is never
+        # the start of the game's next prompt.
+        keys = getattr(self, "_thought_keys", [])
+        streams = [keys[i] if i < len(keys) and keys[i] is not None and len(p) > MIN_STEM else None
+                   for i, p in enumerate(prompts)]
+        try:
+            return self._scored(observations, prompts, actions, streams)
+        finally:
+            for key in keys:
+                if key is not None:
+                    self.turns.drop(key)
+            self._thought_keys = []
 
     def _scored(self, observations: Sequence[Observation], prompts: list | None = None,
-                actions: list | None = None) -> list[np.ndarray]:
+                actions: list | None = None, streams: list | None = None) -> list[np.ndarray]:
         """Per observation, the log-probability of each legal action; a game's previous prompt is reused."""
         prompts = prompts or [self._prompt_ids(o) for o in observations]
         actions = actions or [[self._action_ids(a) for a in o.legal_actions] for o in observations]
-        streams = [(o.stream, o.player_id) if o.stream and len(p) > MIN_STEM else None
-                   for o, p in zip(observations, prompts, strict=True)]
+        if streams is None:
+            streams = [(o.stream, o.player_id) if o.stream and len(p) > MIN_STEM else None
+                       for o, p in zip(observations, prompts, strict=True)]
         reuse = [self.turns.reusable(s, p) for s, p in zip(streams, prompts, strict=True)]
         order = list(range(len(observations)))
         passes = self._passes(prompts, actions, reuse)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,10 +122,25 @@ def _sample(logits: mx.array, keys: mx.array, step: int, temperature: float) -> 
     return mx.argmax(logits.astype(mx.float32) / temperature + gumbel_noise(keys, step, logits.shape[-1]), axis=-1)
 
 
+# Called per generated row with (row, tokens whose keys and values it holds, those keys and values as one array
+# [2 x layers, kv heads, tokens, head dim]: arena.players.kvcache's Stored), so the move's scoring reuses them.
+Keep = Callable[[int, int, mx.array], None]
+
+
+def _kept_rows(caches: Sequence[Any], padding: Sequence[int], lengths: Sequence[int], keep: Keep,
+               rows: Sequence[int]) -> None:
+    for row, (pad, length) in enumerate(zip(padding, lengths, strict=True)):
+        kv = mx.concatenate([getattr(c, part)[row:row + 1, :, pad:pad + length]
+                             for part in ("keys", "values") for c in caches])
+        keep(rows[row], length, kv)
+
+
 def generate_rows(model: Any, prompts: Sequence[Sequence[int]], keys: mx.array, max_tokens: int,
-                  temperature: float, stops: set[int]) -> list[list[int]]:
+                  temperature: float, stops: set[int], keep: Keep | None = None,
+                  rows: Sequence[int] = ()) -> list[list[int]]:
     """One batch's reasoning: left-padded prompts prefilled once into per-layer batch KV caches, then one token per
-    row per step (the head applied to the last position only) until every row stopped or ``max_tokens``."""
+    row per step (the head applied to the last position only) until every row stopped or ``max_tokens``. With
+    ``keep``, each row's keys and values (its prompt and the generated tokens fed back) are handed over at the end."""
     from mlx_lm.models.cache import BatchKVCache
 
     width = max(len(p) for p in prompts)
@@ -138,11 +153,13 @@ def generate_rows(model: Any, prompts: Sequence[Sequence[int]], keys: mx.array, 
     out: list[list[int]] = [[] for _ in prompts]
     done = [False] * len(prompts)
     stop_array = mx.array(sorted(stops) or [-1], dtype=mx.int32)
+    fed = 0
     for step in range(max_tokens):
         token = _sample(logits, keys, step, temperature)
         if step + 1 < max_tokens:
             hidden = model.model(token[:, None].astype(mx.int32), cache=caches)
             logits = head(hidden[:, -1, :])
+            fed += 1
             mx.async_eval(logits)
         stopped = mx.any(token[:, None] == stop_array[None, :], axis=1)
         for row, (value, stop) in enumerate(zip(token.tolist(), stopped.tolist(), strict=True)):
@@ -151,24 +168,28 @@ def generate_rows(model: Any, prompts: Sequence[Sequence[int]], keys: mx.array, 
                 done[row] = bool(stop)
         if all(done):
             break
+    if keep is not None:
+        _kept_rows(caches, padding, [len(p) + fed for p in prompts], keep, rows or range(len(prompts)))
     return out
 
 
 def generate_fast(model: Any, prompts: Sequence[Sequence[int]], keys: mx.array, max_tokens: int,
-                  temperature: float, stops: set[int]) -> list[list[int]]:
+                  temperature: float, stops: set[int], keep: Keep | None = None,
+                  rows: Sequence[int] = ()) -> list[list[int]]:
     """``generate_rows`` with the layers' projections as float32 BLAS on the host where scoring runs them there
     (a quantised model on the CPU: MLX 0.32's 4-bit CPU matmul is far slower than float BLAS)."""
     from arena.players.hostmath import host_linears, host_math
 
     if not host_math(model):
-        return generate_rows(model, prompts, keys, max_tokens, temperature, stops)
+        return generate_rows(model, prompts, keys, max_tokens, temperature, stops, keep, rows)
     with host_linears(model):
-        return generate_rows(model, prompts, keys, max_tokens, temperature, stops)
+        return generate_rows(model, prompts, keys, max_tokens, temperature, stops, keep, rows)
 
 
 def generate(model: Any, shape: ModelShape, prompts: Sequence[Sequence[int]], sample_keys: Sequence[int],
-             think: ThinkConfig, stops: set[int], max_batch_tokens: int) -> list[list[int]]:
-    """Every decision's reasoning tokens, in batches of rows of similar width under ``max_batch_tokens``."""
+             think: ThinkConfig, stops: set[int], max_batch_tokens: int, keep: Keep | None = None) -> list[list[int]]:
+    """Every decision's reasoning tokens, in batches of rows of similar width under ``max_batch_tokens`` (``keep``:
+    each decision's keys and values, by its index, as its batch ends)."""
     order = sorted(range(len(prompts)), key=lambda i: (len(prompts[i]), i))
     out: list[list[int]] = [[] for _ in prompts]
     start = 0
@@ -181,7 +202,7 @@ def generate(model: Any, shape: ModelShape, prompts: Sequence[Sequence[int]], sa
         rows_per_batch(shape, len(prompts[order[end - 1]]), think.max_tokens, max_batch_tokens)
         chunk = order[start:end]
         generated = generate_fast(model, [prompts[i] for i in chunk], row_keys([sample_keys[i] for i in chunk]),
-                                  think.max_tokens, think.temperature, stops)
+                                  think.max_tokens, think.temperature, stops, keep, chunk)
         for index, tokens in zip(chunk, generated, strict=True):
             out[index] = tokens
         start = end
