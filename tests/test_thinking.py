@@ -155,3 +155,22 @@ def test_the_move_is_scored_on_the_reasonings_own_keys_and_values(standin_dir):
     assert player.turns.hits - hits == len(observations)
     for a, b in zip(reused, fresh, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-4)
+
+
+def test_params_errors_name_the_section():
+    import copy
+
+    from arena.core.config import load_params
+    from arena.pipeline.params import validate_all
+
+    params = load_params("params.yaml")
+    for bad, expected in [({"max_tokens": 0}, "tournament.think.max_tokens = 0"),
+                          ({"tokens": 3}, "unknown key tournament.think.tokens")]:
+        broken = copy.deepcopy(params)
+        broken["tournament"]["think"] = bad
+        with pytest.raises(ConfigError, match=expected):
+            validate_all(broken)
+    training = copy.deepcopy(params)
+    training["selfplay"]["think"] = {"max_tokens": 4}
+    with pytest.raises(ConfigError, match="selfplay.think .* rounds do not train reasoning yet"):
+        validate_all(training)

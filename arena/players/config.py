@@ -43,10 +43,10 @@ class ThinkConfig:
     instruction: str = THINK_INSTRUCTION
 
     def __post_init__(self) -> None:
-        require(isinstance(self.max_tokens, int) and 1 <= self.max_tokens <= MAX_THINK_TOKENS, "think.max_tokens",
-                self.max_tokens, f"must be an int in [1, {MAX_THINK_TOKENS}]")
-        require(self.temperature >= 0.0, "think.temperature", self.temperature, "must be >= 0 (0 = greedy)")
-        require(bool(self.instruction.strip()), "think.instruction", self.instruction, "must not be empty")
+        require(isinstance(self.max_tokens, int) and 1 <= self.max_tokens <= MAX_THINK_TOKENS,
+                "player.think.max_tokens", self.max_tokens, f"must be an int in [1, {MAX_THINK_TOKENS}]")
+        require(self.temperature >= 0.0, "player.think.temperature", self.temperature, "must be >= 0 (0 = greedy)")
+        require(bool(self.instruction.strip()), "player.think.instruction", self.instruction, "must not be empty")
 
 
 def think_config(section: str, value: Mapping[str, Any] | ThinkConfig | None) -> ThinkConfig | None:
