@@ -186,23 +186,18 @@ class MLXPlayer(Player):
         if think is None:
             raise ArenaError("this player has no think setting: give its section think: {max_tokens: N}")
         prompts = [self.think_prompts.prompt_ids(o) for o in observations]
-        held: dict[int, tuple[int, Any]] = {}
-        generated = generate(self.model, self.shape, prompts, [o.sample_key for o in observations], think,
-                             self.think_prompts.stops, self.config.max_batch_tokens,
-                             lambda row, tokens, kv: held.__setitem__(row, (tokens, kv)))
-        reasonings = [self.think_prompts.finish(tokens) for tokens in generated]
-        # Each row's prompt-and-reasoning keys and values go to the cross-turn store under a key of their own, so the
-        # move's scoring pass encodes only the answer prefix and the actions (TurnCache bounds what it keeps).
+        # Each row's prompt-and-reasoning keys and values go to the cross-turn store as its batch ends, under a key of
+        # its own, so the move's scoring pass encodes only the answer prefix and the actions (the store keeps at most
+        # a pass's worth of tokens, evicting the oldest first).
         self._thought_keys: list[Any] = [None] * len(prompts)
-        for row, (prompt, reasoning) in enumerate(zip(prompts, reasonings, strict=True)):
-            if row not in held:
-                continue
-            tokens, kv = held[row]
-            common = min(tokens, len(prompt) + len(reasoning.ids))
-            mx.eval(kv)
-            self.turns.store(("think", row), (prompt + reasoning.ids)[:common], kv[:, :, :common])
+
+        def keep(row: int, tokens: tuple[int, ...], kv: Any) -> None:
+            self.turns.store(("think", row), tokens, kv)
             self._thought_keys[row] = ("think", row)
-        return reasonings
+
+        generated = generate(self.model, self.shape, prompts, [o.sample_key for o in observations], think,
+                             self.think_prompts.stops, self.config.max_batch_tokens, keep)
+        return [self.think_prompts.finish(tokens) for tokens in generated]
 
     def thought_prompt(self, observation: Observation, reasoning: Reasoning) -> tuple[int, ...]:
         """The tokens the move is scored after: the reasoning prompt, the reasoning and its answer prefix."""

@@ -122,17 +122,18 @@ def _sample(logits: mx.array, keys: mx.array, step: int, temperature: float) -> 
     return mx.argmax(logits.astype(mx.float32) / temperature + gumbel_noise(keys, step, logits.shape[-1]), axis=-1)
 
 
-# Called per generated row with (row, tokens whose keys and values it holds, those keys and values as one array
-# [2 x layers, kv heads, tokens, head dim]: arena.players.kvcache's Stored), so the move's scoring reuses them.
-Keep = Callable[[int, int, mx.array], None]
+# Called per generated row with (row, the tokens whose keys and values the caches hold: its prompt and the generated
+# tokens fed back, those keys and values as one array [2 x layers, kv heads, tokens, head dim]: kvcache's Stored).
+Keep = Callable[[int, tuple[int, ...], mx.array], None]
 
 
-def _kept_rows(caches: Sequence[Any], padding: Sequence[int], lengths: Sequence[int], keep: Keep,
+def _kept_rows(caches: Sequence[Any], padding: Sequence[int], tokens: Sequence[tuple[int, ...]], keep: Keep,
                rows: Sequence[int]) -> None:
-    for row, (pad, length) in enumerate(zip(padding, lengths, strict=True)):
-        kv = mx.concatenate([getattr(c, part)[row:row + 1, :, pad:pad + length]
+    for row, (pad, held) in enumerate(zip(padding, tokens, strict=True)):
+        kv = mx.concatenate([getattr(c, part)[row:row + 1, :, pad:pad + len(held)]
                              for part in ("keys", "values") for c in caches])
-        keep(rows[row], length, kv)
+        mx.eval(kv)
+        keep(rows[row], held, kv)
 
 
 def generate_rows(model: Any, prompts: Sequence[Sequence[int]], keys: mx.array, max_tokens: int,
@@ -169,7 +170,8 @@ def generate_rows(model: Any, prompts: Sequence[Sequence[int]], keys: mx.array, 
         if all(done):
             break
     if keep is not None:
-        _kept_rows(caches, padding, [len(p) + fed for p in prompts], keep, rows or range(len(prompts)))
+        held = [tuple(p) + tuple(o[:fed]) for p, o in zip(prompts, out, strict=True)]
+        _kept_rows(caches, padding, held, keep, rows or range(len(prompts)))
     return out
 
 
