@@ -124,6 +124,14 @@ def test_a_thinking_grpo_step_changes_the_adapter(standin_dir):
     after = dict(tree_flatten(player.model.trainable_parameters()))
     assert np.isfinite(loss) and any(not mx.array_equal(before[k], after[k]) for k in before)
     assert set(baseline.means) == {("kuhn", 0), ("kuhn", 1)}
+    from arena.train.thinking import rest_step, winning
+
+    winners = winning(batch)
+    assert winners and all(r.reward > 0 for r in winners) and len(winners) < len(batch)
+    trained = dict(tree_flatten(player.model.trainable_parameters()))
+    trained = {k: mx.array(v) for k, v in trained.items()}
+    assert np.isfinite(rest_step(player.model, optim.Adam(learning_rate=1e-2), winners))
+    assert any(not mx.array_equal(trained[k], v) for k, v in tree_flatten(player.model.trainable_parameters()))
     stats = reasoning_stats(records)
     assert stats["reasoning_decisions"] == len(batch) and 0 <= stats["names_a_move_rate"] <= 1
 

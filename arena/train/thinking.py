@@ -136,6 +136,24 @@ def reference_logps(model: Any, batch: Sequence[Reply], temperature: float = 1.0
     return out
 
 
+def winning(batch: Sequence[Reply]) -> list[Reply]:
+    """ReST's verified win set for thinking players: the whole replies (reasoning and move) of seats that won."""
+    return [reply for reply in batch if reply.reward > 0]
+
+
+def rest_step(model: Any, optimizer: Any, batch: Sequence[Reply], temperature: float = 1.0) -> float:
+    """One SFT step on whole winning replies: the mean negative log-probability of reasoning tokens and move."""
+    import mlx.nn as nn
+
+    def loss_fn(m: Any) -> mx.array:
+        return -mx.stack([reply_logps(m, reply, temperature).sum() for reply in batch]).mean()
+
+    loss, grads = nn.value_and_grad(model, loss_fn)(model)
+    optimizer.update(model, grads)
+    mx.eval(model.parameters(), optimizer.state, loss)
+    return float(loss)
+
+
 # ----------------------------------------------------------------------------------------------- round statistics
 
 
