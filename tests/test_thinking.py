@@ -182,3 +182,22 @@ def test_params_errors_name_the_section():
     training["selfplay"]["think"] = {"max_tokens": 4}
     with pytest.raises(ConfigError, match="selfplay.think .* rounds do not train reasoning yet"):
         validate_all(training)
+
+
+def test_arena_play_think_and_replay(standin_dir, tmp_path):
+    from click.testing import CliRunner
+
+    from arena.cli import main
+
+    shard = tmp_path / "games.jsonl"
+    played = CliRunner().invoke(main, ["play", "kuhn", "--p0", f"mlx:{standin_dir}", "--p1", "random", "--games", "4",
+                                       "--think", "6", "--out", str(shard), "--json"])
+    assert played.exit_code == 0, played.output
+    assert CliRunner().invoke(main, ["replay", str(shard)]).exit_code == 0
+    lines = shard.read_text().splitlines()
+    record = json.loads(lines[0])
+    thought = next(d for d in record["decisions"] if "reasoning" in d)
+    thought["reasoning_tokens"] = thought["reasoning_tokens"][:-1]
+    shard.write_text("\n".join([json.dumps(record), *lines[1:]]) + "\n")
+    replayed = CliRunner().invoke(main, ["replay", str(shard)])
+    assert replayed.exit_code == 1 and "MISMATCH" in replayed.output and "reasoning digest" in replayed.output
