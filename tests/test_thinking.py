@@ -201,3 +201,11 @@ def test_arena_play_think_and_replay(standin_dir, tmp_path):
     shard.write_text("\n".join([json.dumps(record), *lines[1:]]) + "\n")
     replayed = CliRunner().invoke(main, ["replay", str(shard)])
     assert replayed.exit_code == 1 and "MISMATCH" in replayed.output and "reasoning digest" in replayed.output
+
+
+@pytest.mark.parametrize("game", ["kuhn", "leduc", "tictactoe", "nim", "liarsdice"])
+def test_every_game_plays_legal_moves_after_reasoning(standin_dir, game):
+    records = _play(_player(standin_dir, max_tokens=4), game, 2)
+    decisions = [d for record in records for d in record["decisions"]]
+    assert all(not r["errored"] for r in records) and all(d["action"] in d["legal"] for d in decisions)
+    assert all("reasoning" in d for d in decisions) and not verify_records(records)
