@@ -123,7 +123,7 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, think_
     from arena.games.registry import get_spec
     from arena.play.match import duplicate_schedule, timed_match
     from arena.play.records import write_shard
-    from arena.play.stats import all_errored, errored_note, summarize_match
+    from arena.play.stats import all_errored, errored_line, summarize_match
     from arena.players.build import PlayerConfigs
     from arena.players.config import MLXPlayerConfig, think_config
 
@@ -141,13 +141,9 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, think_
     records, rate = timed_match(game, players, schedule, variant=_variant(variant), concurrency=concurrency)
     if out:
         write_shard(out, records)
-    note = errored_note(records, f"{game} ({players[0].spec} vs {players[1].spec})")
-    if all_errored(records):
-        raise ArenaError(note)
-    if note:
-        click.echo(f"warning: {note}", err=True)
-    summary = summarize_match(records, players[0].spec, players[1].spec)
-    summary["games_per_sec"] = round(rate, 2)
+    if line := errored_line(records, f"{game} ({players[0].spec} vs {players[1].spec})"):  # before the summary
+        click.echo(line, err=True)
+    summary = {**summarize_match(records, players[0].spec, players[1].spec), "games_per_sec": round(rate, 2)}
     if as_json:
         click.echo(json.dumps(summary, sort_keys=True))
     else:
@@ -156,6 +152,7 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, think_
         from arena.report.table import render_match
 
         Console().print(render_match(summary, players[0].spec, players[1].spec))
+    sys.exit(1 if all_errored(records) else 0)  # every game errored: nothing was measured
 
 
 @main.command()

@@ -85,8 +85,9 @@ def test_play_whose_games_all_error_says_why_in_one_line(base_model_dir, monkeyp
         raise KeyError((34, 1))
 
     monkeypatch.setattr(MLXPlayer, "act_batch", act_batch)
-    result = _invoke("play", "kuhn", "--p0", f"mlx:{base_model_dir}", "--p1", "random", "--games", 4)
-    assert result.exit_code == 2, result.output
-    assert f"all 4 games of kuhn (mlx:{base_model_dir} vs random) errored; the first (seed 0): KeyError: (34, 1)" \
-        in result.output
+    result = _invoke("play", "kuhn", "--p0", f"mlx:{base_model_dir}", "--p1", "random", "--games", 4, "--json")
+    assert result.exit_code == 1, result.output
+    assert json.loads(result.stdout)["errored"] == 4  # the summary is still printed
+    assert result.stderr.endswith(f"\nerror: all 4 games of kuhn (mlx:{base_model_dir} vs random) errored; the first "
+                             "(seed 0): KeyError: (34, 1)\n")
     assert "Traceback" not in result.output and "ZeroDivision" not in result.output

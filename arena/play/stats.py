@@ -85,6 +85,12 @@ def errored_note(records: Sequence[Mapping[str, Any]], what: str) -> str | None:
     return f"{count} games of {what} errored; the first (seed {first.get('seed')}): {reason}"
 
 
+def errored_line(records: Sequence[Mapping[str, Any]], what: str) -> str | None:
+    """``error: `` + ``errored_note`` when every game errored, ``warning: `` + it when some did, else None."""
+    note = errored_note(records, what)
+    return None if note is None else f"{'error' if all_errored(records) else 'warning'}: {note}"
+
+
 def all_errored(records: Sequence[Mapping[str, Any]]) -> bool:
     """True when there are records and every one of them errored (no game to score)."""
     return bool(records) and all(r.get("errored") for r in records)

@@ -15,9 +15,11 @@ import email.utils
 import ipaddress
 import logging
 import os
+import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -28,7 +30,7 @@ import openai
 from arena.core.hashing import digest_config
 from arena.games.base import Observation
 from arena.players.base import Decision, Player
-from arena.players.config import FrontierConfig
+from arena.players.config import LOCAL_CONCURRENCY, REMOTE_CONCURRENCY, FrontierConfig
 from arena.players.frontier_cache import CACHE_FORMAT, ResponseCache
 from arena.players.frontier_reply import AttemptFailed, Reply, parse_action, parse_reply
 from arena.players.specs import SPEC_PREFIX, FrontierError, check_model_name, normalise_base_url, parse_spec
@@ -124,6 +126,7 @@ class FrontierPlayer(Player):
         self.served_model: str | None = None
         self._cache = cache or ResponseCache()
         self._sleep = sleep
+        self._lock = threading.Lock()  # stats, across the threads of one act_batch
         self._client = openai.OpenAI(
             api_key=self._api_key(),
             base_url=self.base_url,
@@ -196,17 +199,46 @@ class FrontierPlayer(Player):
             "seed": seed,
         }
 
+    @property
+    def concurrency(self) -> int:
+        """Requests in flight at once: ``frontier.concurrency``, else by where the endpoint is (see config.py)."""
+        if self.config.concurrency is not None:
+            return self.config.concurrency
+        local = _is_loopback(urllib.parse.urlsplit(self.base_url).hostname or "")
+        return LOCAL_CONCURRENCY if local else REMOTE_CONCURRENCY
+
+    def act_batch(self, observations: Sequence[Observation]) -> list[Decision]:
+        """Each observation's decision, in order, up to ``concurrency`` requests in flight.
+
+        Decisions run together only in runs whose every attempt fits under ``max_calls`` (each counted at
+        ``max_retries + 1``), the rest one by one: each decision gets the attempts it would get asked in order,
+        so records, call counts and which decision meets the cap are those of asking one at a time.
+        """
+        out: list[Decision] = []
+        while len(out) < len(observations):
+            rest = observations[len(out):]
+            room = (self.config.max_calls - self.stats.calls) // (self.config.max_retries + 1)
+            run = min(room, len(rest))
+            if self.concurrency < 2 or run < 2:
+                out.append(self.act(rest[0]))
+                continue
+            with ThreadPoolExecutor(min(self.concurrency, run), thread_name_prefix="arena-frontier") as pool:
+                out.extend(pool.map(self.act, rest[:run]))
+        return out
+
     def act(self, observation: Observation) -> Decision:
         request = self.request(observation)
         key = digest_config(request)
         reply = self._cache.get(key, request)
         if reply is not None:
-            self.stats.cache_hits += 1
+            with self._lock:
+                self.stats.cache_hits += 1
         else:
             try:
                 reply = self._fetch(request)
             except AttemptFailed as failure:
-                self.stats.errors += 1
+                with self._lock:
+                    self.stats.errors += 1
                 return Decision(action="", error=failure.reason)
             try:
                 self._cache.put(key, request, reply)
@@ -231,12 +263,14 @@ class FrontierPlayer(Player):
         """Real attempts until one succeeds, a failure is not retryable, retries run out or the cap is hit."""
         failure: AttemptFailed | None = None
         for attempt in range(self.config.max_retries + 1):
-            if self.stats.calls >= self.config.max_calls:
+            with self._lock:
+                capped = self.stats.calls >= self.config.max_calls
+                self.stats.calls += not capped
+            if capped:
                 after = f" after {failure.reason}" if failure else ""
                 raise AttemptFailed(f"call cap reached (max_calls={self.config.max_calls}){after}", retryable=False)
             if failure is not None:
                 self._sleep(retry_delay(attempt - 1, failure.retry_after, self.config))
-            self.stats.calls += 1
             try:
                 return self._attempt(request)
             except AttemptFailed as error:
