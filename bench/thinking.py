@@ -97,6 +97,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=16)
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated cases to run (default: all)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "thinking.md"))
     args = parser.parse_args()
     if args.case:
@@ -104,9 +105,10 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as scratch:
         model = args.model or str(_smollm2(Path(scratch) / "smollm2"))
-        results: dict[str, list[dict]] = {case: [] for case in CASES}
+        cases = [case for case in args.cases.split(",") if case in CASES]
+        results: dict[str, list[dict]] = {case: [] for case in cases}
         for _ in range(args.repeats):
-            for case in CASES:
+            for case in cases:
                 child = subprocess.run([sys.executable, __file__, "--case", case, "--model", model, "--rows",
                                         str(args.rows), "--tokens", str(args.tokens)], capture_output=True, text=True,
                                        check=True)
@@ -119,10 +121,10 @@ def main() -> None:
 def report(results: dict[str, list[dict]], args: argparse.Namespace, model: str) -> str:
     """The Markdown table: median tokens/s per case, arena's ratio to each mlx-lm case, peak RSS."""
     median = {case: statistics.median(r["tokens_per_s"] for r in runs) for case, runs in results.items()}
-    lines = [f"# Reasoning generation: arena vs mlx-lm ({args.rows} rows x {args.tokens} tokens, SmolLM2-135M q4"
-             f"{'' if args.model is None else ' ' + model}, Kuhn thinking prompts, CPU)", "",
+    lines = [f"# Reasoning generation: arena vs mlx-lm ({args.rows} rows x {args.tokens} tokens, "
+             f"{'SmolLM2-135M q4' if args.model is None else Path(model).name}, Kuhn thinking prompts, CPU)", "",
              "Command: `PYTHONPATH=$PWD .venv/bin/python bench/thinking.py "
-             f"--rows {args.rows} --tokens {args.tokens} --repeats {args.repeats}`", "",
+             f"--rows {args.rows} --tokens {args.tokens} --repeats {args.repeats} --cases {','.join(results)}`", "",
              "| case | tokens/s (median) | each run | arena / case | peak RSS MiB |", "|---|---|---|---|---|"]
     for case, runs in results.items():
         each = ", ".join(f"{r['tokens_per_s']:.1f}" for r in runs)
