@@ -74,8 +74,11 @@ class ThinkPrompts:
 
     def prompt_ids(self, observation: Observation) -> tuple[int, ...]:
         """The tokens before the reasoning: the template's generation prompt (thinking on) and an open think block,
-        or the prompt with the instruction after the user's message."""
+        or the prompt with the instruction after the user's message; the compact view's message lists the legal
+        actions (the full view's already does)."""
         text = prompt_text(observation, self.view)
+        if self.view == "compact":  # reasoning about the move needs the moves' names, which the compact view omits
+            text = f"{text.rstrip()}\nLegal actions: {' '.join(observation.legal_actions)}"
         if text not in self._cache:
             user = text if self.block else f"{text}\n{self.think.instruction}"
             ids = list(self.tokenizer.apply_chat_template(view_messages(user, self.view), add_generation_prompt=True,
