@@ -209,3 +209,18 @@ def test_every_game_plays_legal_moves_after_reasoning(standin_dir, game):
     decisions = [d for record in records for d in record["decisions"]]
     assert all(not r["errored"] for r in records) and all(d["action"] in d["legal"] for d in decisions)
     assert all("reasoning" in d for d in decisions) and not verify_records(records)
+
+
+@pytest.mark.slow
+def test_smollm2_thinks_and_plays_legal_moves(tmp_path):
+    from arena.train.basemodel import build_base
+    from arena.train.config import BaseConfig
+
+    model = tmp_path / "smollm2"
+    build_base(BaseConfig(source="smollm2"), model)
+    player = MLXPlayer(model, MLXPlayerConfig(view="full", think=ThinkConfig(max_tokens=8)))
+    assert not player.think_prompts.block  # SmolLM2's template has no thinking block: the instruction mode
+    records = _play(player, "kuhn", 2)
+    decisions = [d for record in records for d in record["decisions"]]
+    assert all(d["action"] in d["legal"] and len(d["reasoning_tokens"]) <= 8 for d in decisions)
+    assert not verify_records(records)
