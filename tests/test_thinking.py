@@ -224,3 +224,18 @@ def test_smollm2_thinks_and_plays_legal_moves(tmp_path):
     decisions = [d for record in records for d in record["decisions"]]
     assert all(d["action"] in d["legal"] and len(d["reasoning_tokens"]) <= 8 for d in decisions)
     assert not verify_records(records)
+
+
+def test_a_thinking_round_evaluation_reports_reasoning_and_estimated_exploitability(standin_dir, tmp_path):
+    from arena.core.seeds import SeedsConfig
+    from arena.eval.config import EvalConfig
+    from arena.eval.roundeval import evaluate_round
+
+    eval_config = EvalConfig.from_dict({"games": [{"id": "kuhn"}, {"id": "nim"}], "seeds": [9_000_000, 9_000_400]})
+    config = RoundEvalConfig(opponents=("random",), games=4, think={"max_tokens": 4})
+    result = evaluate_round(standin_dir, None, 1, config, eval_config, SeedsConfig().reserved(), tmp_path / "r1.json")
+    assert result["reasoning"]["reasoning_decisions"] > 0 and result["reasoning"]["reasoning_tokens_mean"] <= 4
+    kuhn = json.loads((tmp_path / "r1.json").read_text())
+    assert "reasoning" in kuhn and "kuhn_policy" in kuhn
+    with pytest.raises(ArenaError, match="thinks before it moves"):
+        _player(standin_dir).policy([])

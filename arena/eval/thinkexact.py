@@ -20,6 +20,9 @@ from arena.games.kuhn_theory import exploitability
 from arena.players.mlx import MLXPlayer
 from arena.players.policy import AGGRESSIVE, canonical_observations
 
+# Reasonings drawn per information set where a round's evaluation estimates a thinking player's Kuhn exploitability.
+THINKING_SAMPLES = 16
+
 
 def kuhn_thinking_samples(player: MLXPlayer, samples: int, seed: int = 0) -> dict[str, list[float]]:
     """Per Kuhn information set, P(bet or call) after each of ``samples`` sampled reasonings (one batch)."""

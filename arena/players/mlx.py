@@ -145,7 +145,13 @@ class MLXPlayer(Player):
         return self.prompts.action_ids(action)
 
     def policy(self, observations: Sequence[Observation]) -> list[np.ndarray]:
-        """Per observation, the probability of each legal action (in ``legal_actions`` order)."""
+        """Per observation, the probability of each legal action (in ``legal_actions`` order). A thinking player's
+        policy is an expectation over its reasoning, which one scoring pass cannot give: that is an ArenaError
+        (``arena.eval.thinkexact`` estimates it)."""
+        if self.config.think is not None:
+            raise ArenaError(f"{self.spec} thinks before it moves (think: {self.config.think.max_tokens} tokens): its "
+                             "policy is an expectation over sampled reasoning, not one scoring pass; exact measures "
+                             "of a thinking player exist for Kuhn only (arena.eval.thinkexact)")
         return [np.exp(lp) for lp in self._log_policy(observations)]
 
     def scoring_passes(self, observations: Sequence[Observation], max_tokens: int | None = None,
