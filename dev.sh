@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up arena's virtual environment (first run, or when pyproject.toml changes) and run one task:
-#   ./dev.sh repro [dvc repro args]   build the default pipeline
+#   ./dev.sh repro [dvc repro args]   build the default pipeline, then print what it learned (arena summary);
+#                                     Ctrl-C stops the running stage (arena.pipeline.repro)
 #   ./dev.sh test  [pytest args]      run the test suite
 #   ./dev.sh <command...>             run any command inside the environment (e.g. ./dev.sh arena --help)
 set -euo pipefail
@@ -21,7 +22,8 @@ export OPENBLAS_NUM_THREADS=1
 task="${1:-}"
 [ $# -gt 0 ] && shift
 case "$task" in
-  repro) exec dvc repro "$@" ;;
+  # A dvc repro killed while DVC rewrote dvc.lock leaves it cut short: put the last good copy back first.
+  repro) python -m arena.pipeline.lockguard && exec python -m arena.pipeline.repro "$@" ;;
   test) exec python -m pytest "$@" ;;
   "") echo "usage: ./dev.sh repro|test|COMMAND..." >&2; exit 2 ;;
   *) exec "$task" "$@" ;;

@@ -10,6 +10,7 @@ import click
 
 import arena
 from arena.cli_checks import check_artifacts, replay
+from arena.cli_results import leaderboard, summary
 from arena.cli_traces import import_traces
 from arena.cli_view import mlx_dirs, resolve_view, view_option
 from arena.core.blas import ensure_fast_blas
@@ -40,7 +41,7 @@ _thinking = click.option("--thinking/--no-thinking", default=False, show_default
                          help="MLX players' enable_thinking (chat templates with a thinking switch)")
 
 
-@click.group(cls=_Group, commands=[import_traces, replay, check_artifacts],
+@click.group(cls=_Group, commands=[import_traces, replay, check_artifacts, leaderboard, summary],
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(arena.__version__, prog_name="arena")
 def main() -> None:
@@ -123,7 +124,7 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, think_
     from arena.games.registry import get_spec
     from arena.play.match import duplicate_schedule, timed_match
     from arena.play.records import write_shard
-    from arena.play.stats import all_errored, errored_line, summarize_match
+    from arena.play.stats import all_errored, chips_interval, errored_line, summarize_match
     from arena.players.build import PlayerConfigs
     from arena.players.config import MLXPlayerConfig, think_config
 
@@ -144,6 +145,8 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, think_
     if line := errored_line(records, f"{game} ({players[0].spec} vs {players[1].spec})"):  # before the summary
         click.echo(line, err=True)
     summary = {**summarize_match(records, players[0].spec, players[1].spec), "games_per_sec": round(rate, 2)}
+    if summary.get("mean_chips_per_round"):  # a chip game: its measure is chips, not wins
+        summary["p0_chips_per_hand"] = chips_interval(records, players[0].spec)
     if as_json:
         click.echo(json.dumps(summary, sort_keys=True))
     else:
@@ -189,29 +192,6 @@ def probe(games, games_per_check, kuhn_games_per_check, seed) -> None:
     checks = run_probe(config, progress=True)
     print_checks(checks)
     sys.exit(0 if all(c.passed for c in checks) else 1)
-
-
-@main.command()
-@click.argument("archives", nargs=-1, type=click.Path())
-@click.option("--json", "as_json", is_flag=True, help="print the leaderboard JSON instead of a table")
-def leaderboard(archives, as_json) -> None:
-    """Rank players from score-card ARCHIVES (default: artifacts/scores/baseline and .../final)."""
-    from pathlib import Path
-
-    from rich.console import Console
-
-    from arena.report.publish import leaderboard_from
-    from arena.report.table import render_table
-
-    archives = archives or tuple(str(p) for p in (Path("artifacts/scores/baseline"), Path("artifacts/scores/final"))
-                                 if p.is_dir())
-    if not archives:
-        raise ArenaError("no score-card archive found; run `dvc repro` first or pass archive directories")
-    board = leaderboard_from(archives)
-    if as_json:
-        click.echo(json.dumps(board, indent=2, sort_keys=True))
-    else:
-        Console().print(render_table(board))
 
 
 @main.command("kuhn-policy")
@@ -353,13 +333,15 @@ def preset(preset: str, params: str) -> None:
 @click.option("--repo", default=".", show_default=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--strict", is_flag=True, help="a different platform tuple is a mismatch, not an interval check")
 @click.option("--no-fetch", is_flag=True, help="never fetch a missing model from the DVC remote")
-def verify(scorecards, repo, strict, no_fetch) -> None:
+@click.option("--model-dir", "model_dirs", multiple=True, type=click.Path(file_okay=False),
+              help="a directory outside --repo whose models cards may name (also $ARENA_MODEL_DIRS)")
+def verify(scorecards, repo, strict, no_fetch, model_dirs) -> None:
     """Re-derive each published SCORECARD from its pins: locate models by digest, check pins, re-play, compare."""
     from arena.eval.verify import verify_scorecard
 
     failed = 0
     for card in scorecards:
-        result = verify_scorecard(card, repo=repo, strict=strict, fetch=not no_fetch)
+        result = verify_scorecard(card, repo=repo, strict=strict, fetch=not no_fetch, model_dirs=model_dirs)
         click.echo(result.report())
         failed += not result.ok
     sys.exit(1 if failed else 0)

@@ -7,7 +7,9 @@ import click
 
 @click.command("import-traces")
 @click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--out", required=True, type=click.Path(), help="score-card archive to write (replaced whole)")
+@click.option("--out", required=True, type=click.Path(),
+              help="score-card archive to write: a new or empty directory, or an earlier import-traces output "
+              "(replaced whole); anything else is refused")
 @click.option("--params", default="params.yaml", show_default=True, type=click.Path(),
               help="params file whose eval: section the cards are measured under (its games and seeds)")
 def import_traces(traces: tuple[str, ...], out: str, params: str) -> None:

@@ -16,7 +16,7 @@ view_option = click.option("--view", default=None, type=click.Choice(VIEWS), hel
 
 def seeded_templates() -> tuple[str, ...]:
     """The chat templates arena's seeded models carry (their compact prompts are what they are trained on)."""
-    from arena.train.basemodel import CHATML_TEMPLATE
+    from arena.train.embedded import CHATML_TEMPLATE
     from arena.train.standin import QWEN3_TEMPLATE
 
     return CHATML_TEMPLATE, QWEN3_TEMPLATE

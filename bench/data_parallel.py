@@ -55,8 +55,8 @@ def run_case(model_dir: Path, decisions: Path, size: dict[str, Any]) -> dict[str
 
     from arena.players.mlx import MLXPlayer
     from arena.train.config import TrainConfig
-    from arena.train.grpo.dataparallel import World, init_world
-    from arena.train.grpo.update import GRPOUpdate
+    from arena.train.selfplay.dataparallel import World, init_world
+    from arena.train.selfplay.update import GRPOUpdate
 
     world = init_world() if "MLX_RANK" in os.environ else World()
     data = pickle.loads(decisions.read_bytes())
@@ -125,8 +125,8 @@ def _decisions(model_dir: Path, size: dict[str, Any], out: Path) -> int:
     from arena.players.build import make_player
     from arena.players.mlx import MLXPlayer
     from arena.train.config import TrainConfig
-    from arena.train.grpo.rollouts import selfplay_schedule
-    from arena.train.grpo.step import learner_decisions
+    from arena.train.selfplay.rollouts import selfplay_schedule
+    from arena.train.selfplay.step import learner_decisions
 
     player = MLXPlayer(model_dir)
     schedule = selfplay_schedule(range(KUHN_EVAL_SEED, KUHN_EVAL_SEED + size["deals"]), 2)

@@ -35,7 +35,7 @@ MACHINES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 def _matches(model: Path, deals: int) -> list:
     from arena.play.distributed import Match, Seat
     from arena.players.build import PlayerConfigs
-    from arena.train.grpo.rollouts import selfplay_schedule
+    from arena.train.selfplay.rollouts import selfplay_schedule
 
     learner = Seat(f"mlx:{model.as_posix()}", PlayerConfigs())
     return [Match("kuhn", (learner, learner), tuple(selfplay_schedule(range(deals), 2)))]

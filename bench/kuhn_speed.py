@@ -29,9 +29,9 @@ from arena.play.match import play_match  # noqa: E402
 from arena.players.config import MLXPlayerConfig  # noqa: E402
 from arena.players.mlx import MLXPlayer  # noqa: E402
 from arena.train.config import TrainConfig  # noqa: E402
-from arena.train.grpo.rollouts import selfplay_schedule  # noqa: E402
-from arena.train.grpo.step import learner_decisions  # noqa: E402
-from arena.train.grpo.update import GRPOUpdate  # noqa: E402
+from arena.train.selfplay.rollouts import selfplay_schedule  # noqa: E402
+from arena.train.selfplay.step import learner_decisions  # noqa: E402
+from arena.train.selfplay.update import GRPOUpdate  # noqa: E402
 
 
 def _rollouts(base: Path, memo: int, deals: int) -> tuple[float, list[dict]]:

@@ -41,11 +41,11 @@ def run_case(model_dir: Path, deals: int, batch_size: int, budget: int, steps: i
     from arena.players.config import MLXPlayerConfig
     from arena.players.mlx import MLXPlayer
     from arena.train.config import TrainConfig
-    from arena.train.grpo.rollouts import selfplay_schedule
-    from arena.train.grpo.step import learner_decisions
-    from arena.train.grpo.update import GRPOUpdate
     from arena.train.lora import attach_lora
     from arena.train.memory import memory_report
+    from arena.train.selfplay.rollouts import selfplay_schedule
+    from arena.train.selfplay.step import learner_decisions
+    from arena.train.selfplay.update import GRPOUpdate
 
     config = TrainConfig(method="lora", batch_size=batch_size, max_batch_tokens=budget)
     policy = MLXPlayer(model_dir, MLXPlayerConfig(view="full"))

@@ -14,14 +14,14 @@ another's, and its peak RSS -- the largest resident set of any process in its tr
              (target >= 5x); a cached re-pin of the unchanged file (target <= 10 ms).
   pipeline   a no-op ``dvc repro`` of the repository's pipeline, only when ``dvc status -q`` says it is up to
              date (target <= 2 s); ``dvc --version`` (DVC's start-up alone) for context.
-  training   tokens/s of arena's GRPO step (arena.train.grpo.update.GRPOUpdate) vs mlx-lm's LoRA training step
+  training   tokens/s of arena's GRPO step (arena.train.selfplay.update.GRPOUpdate) vs mlx-lm's LoRA training step
              (iterate_batches + default_loss + its compiled update) on the same model, decisions and batch size
              (target >= 0.8x).
   scoring    games/s and peak RSS of arena's prefix-shared, head-only scoring vs the old full-row scoring, on a
              real-vocabulary stand-in (Kuhn and Liar's Dice full view) and the embedded model (Liar's Dice compact).
   qlora      a GRPO step on full-view Kuhn decisions with the q4 stand-in and LoRA: tokens/s, and its peak RSS
              against the bound the token budget predicts (arena.train.memory; target: measured <= predicted).
-  data_parallel  a GRPO step (arena.train.grpo.update.GRPOUpdate) in two processes (mlx.launch, ring backend on
+  data_parallel  a GRPO step (arena.train.selfplay.update.GRPOUpdate) in two processes (mlx.launch, ring backend on
              127.0.0.1) vs one, same decisions and global batch: steps/s, and whether both trained the same bytes.
 
 Ours and the reference are timed in alternation (ours, reference, ours, ...). The table shows each side's median;

@@ -37,8 +37,8 @@ REPEATS = 3
 
 def build_stand_in(out: Path, seed: int = 0, vocab: int = STAND_IN["vocab_size"]) -> Path:
     """The stand-in with the embedded base model's tokenizer (its ids are < 1024 < the vocabulary)."""
-    from arena.train.basemodel import build_tokenizer, write_seeded_model
     from arena.train.config import BaseConfig
+    from arena.train.embedded import build_tokenizer, write_seeded_model
 
     out.mkdir(parents=True, exist_ok=True)
     build_tokenizer(out, BaseConfig())

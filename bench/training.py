@@ -16,8 +16,8 @@ def kuhn_decisions(player, deals: int):
     from arena.play.match import play_match
     from arena.players.build import make_player
     from arena.train.config import TrainConfig
-    from arena.train.grpo.rollouts import selfplay_schedule
-    from arena.train.grpo.step import learner_decisions
+    from arena.train.selfplay.rollouts import selfplay_schedule
+    from arena.train.selfplay.step import learner_decisions
 
     schedule = selfplay_schedule(range(KUHN_EVAL_SEED, KUHN_EVAL_SEED + deals), 2)
     records = play_match("kuhn", (player, make_player("random")), schedule, progress=False)
@@ -153,8 +153,8 @@ def _sides(model_dir, data, config, steps: Mapping[str, int]) -> dict[str, Count
     import numpy as np
 
     from arena.players.mlx import MLXPlayer
-    from arena.train.grpo.update import GRPOUpdate
     from arena.train.lora import attach_lora
+    from arena.train.selfplay.update import GRPOUpdate
 
     policy = MLXPlayer(model_dir)
     attach_lora(policy.model, config)

@@ -27,7 +27,8 @@ class Reply:
     ``stall`` sends the headers and half the body, then sleeps ``delay_s``; ``drip`` sends the body one
     byte every ``delay_s`` (each gap shorter than a read timeout, the whole far longer);
     ``echo_auth`` puts the request's Authorization header in a status error's message (as some real APIs
-    quote part of a bad key back); ``huge`` sends ``size`` bytes of valid JSON; ``control_chars`` puts
+    quote part of a bad key back), and in an ok reply's content, model id and finish reason and ``/models``' ids;
+    ``huge`` sends ``size`` bytes of valid JSON; ``control_chars`` puts
     control characters in the content (escaped, so the JSON is valid); ``raw_control`` puts them raw in
     the body (invalid JSON); ``nested`` sends ``size`` opening brackets (deeper than any JSON parser recurses).
     ``template``, when set, replaces ``content``: it is formatted with the legal actions the request lists
@@ -189,7 +190,10 @@ class FaultServer:
                 elif server.models_body is not None:
                     self._send(200, server.models_body)
                 elif self.path.rstrip("/").endswith("/v1/models"):
-                    models = {"object": "list", "data": [{"id": server.default.model, "object": "model"}]}
+                    served = server.default.model
+                    if server.default.echo_auth:
+                        served = f"{served} {self.headers.get('Authorization', '')}"
+                    models = {"object": "list", "data": [{"id": served, "object": "model"}]}
                     self._send(200, json.dumps(models).encode())
                 else:
                     self._send(404, b'{"error": {"message": "not found"}}')
@@ -240,6 +244,11 @@ class FaultServer:
                 elif reply.kind == "raw_control":
                     body = json.dumps(completion("CONTROL", reply.model)).encode()
                     self._send(200, body.replace(b"CONTROL", b"\x00\x07\x1b[bet]"))
+                elif reply.echo_auth:
+                    auth = self.headers.get("Authorization", "")
+                    answer = completion(f"{reply.text(body)} {auth}", f"{reply.model} {auth}")
+                    answer["choices"][0]["finish_reason"] = f"stop {auth}"
+                    self._send(200, json.dumps(answer).encode())
                 else:
                     self._send(200, json.dumps(completion(reply.text(body), reply.model)).encode())
 

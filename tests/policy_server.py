@@ -59,6 +59,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _stream(self, model: str, content: str) -> None:
+        """The reply as OpenAI's server-sent events: a role chunk, the content, the stop, usage, ``[DONE]``."""
+        base = {"id": "chatcmpl-policy", "object": "chat.completion.chunk", "created": 0, "model": model}
+        chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                        "finish_reason": None}]},
+                  {**base, "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}]},
+                  {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+                  {**base, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}]
+        data = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks).encode() + b"data: [DONE]\n\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_GET(self) -> None:  # noqa: N802 -- http.server's name
         self._send(200, {"object": "list", "data": [{"id": p, "object": "model"} for p in POLICIES]})
 
@@ -67,6 +82,9 @@ class _Handler(BaseHTTPRequestHandler):
         model = str(body.get("model"))
         content = reply_for(model, body.get("messages") or [])
         self.server.requests.append(body)  # type: ignore[attr-defined]
+        if body.get("stream"):  # verifiers 0.4's interception proxy streams every call through
+            self._stream(model, content)
+            return
         self._send(200, {
             "id": "chatcmpl-policy", "object": "chat.completion", "created": 0, "model": model,
             "choices": [{"index": 0, "finish_reason": "stop",

@@ -50,7 +50,7 @@ def small_params(**overrides: dict[str, Any]) -> dict[str, Any]:
         "rounds": {"r1": {"n": 1, "prev": 0}},
         "tournament": {"players": ["mlx:artifacts/models/base", "mlx:artifacts/snapshots/r1", "random"],
                        "frontier": [], "view": "compact", "temperature": 1.0},
-        "loop": "grpo",
+        "loop": "selfplay",
         "rest": {"samples_per_seed": 2, "seeds_per_round": 4, "temperature": 1.0, "view": "compact",
                  "replay_games": 16, "keep_forfeit_wins": False, "init": "base", "lr": 3.0e-4, "iters": 2,
                  "batch_size": 4, "lora_rank": 4, "lora_layers": 1, "lora_scale": 20.0, "audit_games": 4, "seed": 0},

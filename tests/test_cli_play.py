@@ -26,6 +26,24 @@ def test_play_kuhn_reports_chips():
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output.strip().splitlines()[-1])
     assert set(summary["mean_chips_per_round"]) == {"p0", "p1"}
+    chips = summary["p0_chips_per_hand"]
+    assert chips["low"] < chips["mean"] < chips["high"] and chips["low"] > 0  # the oracle beats random in chips
+
+
+def test_play_table_leads_with_chips_and_their_interval_for_a_chip_game():
+    result = CliRunner().invoke(main, ["play", "kuhn", "--p0", "oracle", "--p1", "random", "--games", "40"],
+                                terminal_width=80)
+    assert result.exit_code == 0, result.output
+    assert "chips/hand" in result.output
+    caption = " ".join(result.output.split())  # the caption may wrap
+    assert "oracle: +" in caption and "chips a hand [" in caption
+    assert caption.index("chips a hand") < caption.index("win rate")
+
+
+def test_play_table_of_a_game_without_chips_leads_with_the_win_rate():
+    result = _invoke("play", "nim", "--p0", "oracle", "--p1", "random", "--games", 10)
+    assert result.exit_code == 0, result.output
+    assert "chips" not in result.output and "win rate 1.000" in " ".join(result.output.split())
 
 
 @pytest.mark.parametrize(
@@ -88,6 +106,6 @@ def test_play_whose_games_all_error_says_why_in_one_line(base_model_dir, monkeyp
     result = _invoke("play", "kuhn", "--p0", f"mlx:{base_model_dir}", "--p1", "random", "--games", 4, "--json")
     assert result.exit_code == 1, result.output
     assert json.loads(result.stdout)["errored"] == 4  # the summary is still printed
-    assert result.stderr.endswith(f"\nerror: all 4 games of kuhn (mlx:{base_model_dir} vs random) errored; the first "
-                             "(seed 0): KeyError: (34, 1)\n")
+    assert result.stderr.endswith("\n") and result.stderr.splitlines()[-1] == (
+        f"error: all 4 games of kuhn (mlx:{base_model_dir} vs random) errored; the first (seed 0): KeyError: (34, 1)")
     assert "Traceback" not in result.output and "ZeroDivision" not in result.output

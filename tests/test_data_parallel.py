@@ -11,8 +11,8 @@ import pytest
 from data_parallel import free_port_pair
 
 from arena.core.errors import ArenaError
-from arena.train.grpo.dataparallel import World, micro_batch_rounds, owned_micro_batches
-from arena.train.grpo.launch import LAUNCH_ENV, launch_args, launch_for
+from arena.train.selfplay.dataparallel import World, micro_batch_rounds, owned_micro_batches
+from arena.train.selfplay.launch import LAUNCH_ENV, launch_args, launch_for
 
 
 @pytest.mark.parametrize("count,size", [(0, 2), (1, 2), (5, 2), (6, 3), (7, 4), (3, 1)])
@@ -40,7 +40,7 @@ def test_one_process_is_a_world_of_one_writer():
 
 
 def test_a_launch_of_one_process_is_a_world_of_one(monkeypatch, tmp_path):
-    from arena.train.grpo.dataparallel import init_world
+    from arena.train.selfplay.dataparallel import init_world
 
     (tmp_path / "hosts").write_text("\n")  # what `mlx.launch --backend ring -n 1` hands its only rank
     monkeypatch.setenv("MLX_HOSTFILE", str(tmp_path / "hosts"))
@@ -62,12 +62,12 @@ def test_the_launch_variable_holds_only_mlx_launch_options(monkeypatch):
 
 def test_the_launch_variable_is_refused_for_loops_it_does_not_run(monkeypatch):
     monkeypatch.setenv(LAUNCH_ENV, "--backend ring -n 2")
-    assert launch_for("grpo") == ["--backend", "ring", "-n", "2"]
+    assert launch_for("selfplay") == ["--backend", "ring", "-n", "2"]
     for loop in ("rest", "lsp"):
-        with pytest.raises(ArenaError, match=f"loop: grpo only .*loop: {loop}"):
+        with pytest.raises(ArenaError, match=f"loop: selfplay only .*loop: {loop}"):
             launch_for(loop)
     with pytest.raises(ArenaError, match="train.objective: grpo only .*neurd"):
-        launch_for("grpo", "neurd")
+        launch_for("selfplay", "neurd")
 
 
 # ----------------------------------------------------------------------------------------------- two processes
@@ -80,8 +80,8 @@ def rollouts(tmp_path_factory):
     from arena.train.basemodel import build_base
     from arena.train.config import BaseConfig, PoolConfig, SelfPlayConfig
     from arena.train.fuse import copy_snapshot
-    from arena.train.grpo.rollouts import play_round
     from arena.train.pool import build_pool
+    from arena.train.selfplay.rollouts import play_round
 
     root = tmp_path_factory.mktemp("dp")
     build_base(BaseConfig(hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1, intermediate_size=64,
@@ -100,7 +100,7 @@ def _first_step_micro_batches(root, params) -> int:
     from arena.play.records import read_shard
     from arena.players.mlx import MLXPlayer
     from arena.train.config import TrainConfig
-    from arena.train.grpo.step import learner_decisions
+    from arena.train.selfplay.step import learner_decisions
 
     config = TrainConfig(**params["train"])
     player = MLXPlayer(root / "snap0")
@@ -115,8 +115,8 @@ def _first_step_micro_batches(root, params) -> int:
 def test_two_processes_train_the_same_bytes_as_one(rollouts, tmp_path, method, monkeypatch):
     from arena.core.hashing import digest_dir
     from arena.train.config import SelfPlayConfig, TrainConfig
-    from arena.train.grpo.launch import launch_train_round
-    from arena.train.grpo.step import train_round
+    from arena.train.selfplay.launch import launch_train_round
+    from arena.train.selfplay.step import train_round
 
     monkeypatch.chdir(tmp_path)  # the timing log goes to ./logs
     params = {"selfplay": {"deals_per_round": 24, "group_size": 2},

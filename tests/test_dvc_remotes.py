@@ -163,7 +163,7 @@ def _worker_builds_shard(head: Path, worker: Path, n: int, remote: dict[str, str
 
 
 def test_workers_build_shards_and_the_head_pulls_them_without_rerunning(ssh_remote, tmp_path):
-    """README's "Several machines, one DVC cache": each worker builds one `shards@N` and pushes it with its run
+    """docs/machines.md, "Several machines, one DVC cache": each worker builds one `shards@N` and pushes it with its run
     record; the head pulls and `dvc repro` restores both shards instead of running them."""
     from concurrent.futures import ThreadPoolExecutor
 

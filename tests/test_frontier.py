@@ -614,3 +614,47 @@ def test_concurrency_never_changes_who_meets_the_call_cap(server):
     errors = [d.error for d in capped]
     # One at a time: decision 0 takes 2 attempts, decisions 1..5 one each (7 calls), 6 and 7 meet the cap.
     assert errors[:6] == [None] * 6 and errors[6:] == ["call cap reached (max_calls=7)"] * 2
+
+
+# ---------------------------------------------------------------- openai 2 and 3
+
+
+class _Streaming:
+    """A chat-completions stream whose body fails mid-read with ``error`` (what the transport raises)."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def create(self, **_request):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def iter_bytes(self):
+        raise self.error
+        yield b""  # a generator, as the client's is
+
+
+@pytest.mark.parametrize("library", ["httpx", "httpx2"])
+def test_a_body_that_fails_mid_read_is_one_retryable_failure_on_either_transport(library):
+    """openai 3 streams through httpx2, openai 2 (verifiers 0.4.0's) through httpx: both libraries' errors while a
+    reply's body is read are one retryable failure, never an exception out of the player."""
+    from types import SimpleNamespace
+
+    from arena.players.frontier_reply import AttemptFailed
+
+    http = pytest.importorskip(library)
+    player = FrontierPlayer("m", "http://127.0.0.1:9/v1", FAST)
+    request = {"model": "m", "messages": [], "temperature": 0.0, "max_tokens": 4, "seed": 0}
+    for error, reason in ((http.ReadTimeout("slow"), "timed out reading the reply"),
+                          (http.RemoteProtocolError("cut"), "connection lost while reading the reply")):
+        stream = _Streaming(error)
+        player._client = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(
+            with_streaming_response=stream)))
+        with pytest.raises(AttemptFailed, match=reason) as failed:
+            player._attempt(request)
+        assert failed.value.retryable

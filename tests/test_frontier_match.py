@@ -183,6 +183,30 @@ def test_the_key_reaches_the_server_and_nothing_else(tmp_path, monkeypatch, capl
     assert [t for t in texts if CANARY in t] == []
 
 
+def test_an_endpoint_echoing_the_key_in_good_replies_stores_none_of_it(tmp_path, monkeypatch, caplog):
+    """Issue 47 item 3: the key echoed in a reply's text (recorded as the invalid action), its model id, finish
+    reason and /models ids never reaches the cache, the shard, the logs or the CLI's output."""
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    out = tmp_path / "out"
+    with FaultServer(Reply(content="my key is", echo_auth=True)) as server, caplog.at_level(logging.DEBUG):
+        player = FrontierPlayer("m", server.base_url, FAST, sleep=Sleeps())
+        served = player.check_endpoint()
+        records = _match(player, SCHEDULE[:2])
+        write_shard(out / "match.jsonl", records)
+        result = CliRunner().invoke(main, ["play", "kuhn", "--p0", f"openai:m@{server.base_url}", "--p1", "random",
+                                           "--games", "2", "--seed", "7100", "--out", str(out / "cli.jsonl"),
+                                           "--json"])
+        again = _match(FrontierPlayer("m", server.base_url, FAST, sleep=Sleeps()), SCHEDULE[:2])  # from the cache
+    assert result.exit_code == 0, result.output
+    assert server.requests and all(r.headers.get("authorization") == f"Bearer {CANARY}" for r in server.requests)
+    assert cache_files() and not any(r["errored"] for r in records)
+    assert _files_holding(CANARY.encode(), tmp_path) == []
+    texts = [json.dumps(records), json.dumps(again), result.output, caplog.text, json.dumps(served),
+             str(player.served_model)]
+    assert [t for t in texts if CANARY in t] == []
+    assert "[redacted]" in json.dumps(records)  # the echo is visible as such, not silently dropped
+
+
 def test_a_tournament_with_a_frontier_player_builds_its_leaderboard(tmp_path):
     """Regression: the pin must not change once the server has answered, or the cards disagree about the player."""
     from arena.eval.config import EvalConfig, TournamentConfig

@@ -17,7 +17,7 @@ from arena.games import tictactoe_theory as tt
 from arena.pipeline.params import validate_all
 from arena.pipeline.presets import checked_flags, load_preset
 from arena.train.config import FULL_WIDTH_GAMES, SelfPlayConfig, TrainConfig
-from arena.train.grpo.fullwidth import (
+from arena.train.selfplay.fullwidth import (
     EXACT_GAMES,
     action_gains,
     as_table,
@@ -25,8 +25,8 @@ from arena.train.grpo.fullwidth import (
     full_width_targets,
     info_states,
 )
-from arena.train.grpo.schedule import round_learning_rate
-from arena.train.grpo.step import train_round
+from arena.train.selfplay.schedule import round_learning_rate
+from arena.train.selfplay.step import train_round
 
 
 def _uniform_logp(game):

@@ -6,7 +6,7 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
-from arena.train.grpo.loss import (
+from arena.train.selfplay.grpo import (
     check_loss_hyperparameters,
     chosen_log_probs,
     group_advantages,

@@ -10,7 +10,7 @@ from arena.players.memo import PolicyMemo
 from arena.players.mlx import MLXPlayer
 from arena.players.policy import canonical_observations
 from arena.train.config import TrainConfig
-from arena.train.grpo.update import GRPOUpdate, distinct_rows
+from arena.train.selfplay.update import GRPOUpdate, distinct_rows
 
 
 def _five_hand_observations(count: int):

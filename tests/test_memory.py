@@ -58,3 +58,15 @@ def test_the_player_and_the_stage_log_use_one_formula(standin_q4_dir):
         assert loaded.pass_bytes(tokens, training=True) == written.pass_bytes(tokens, training=True)
         assert memory_report(config, tokens)["scoring_pass_gb"] * 1e9 == pytest.approx(loaded.pass_bytes(tokens))
     assert loaded.head_weight == written.head_weight
+
+
+def test_a_memory_bound_is_said_once_a_process_and_as_a_bound(capsys):
+    from arena.players.memory import ModelShape, budget_note, say_once
+
+    shape = ModelShape.from_config({"num_hidden_layers": 4, "hidden_size": 128, "num_attention_heads": 4,
+                                    "num_key_value_heads": 2, "intermediate_size": 384, "vocab_size": 1024})
+    note = budget_note(shape, 65536, "player.max_batch_tokens")
+    assert note.startswith("memory bound: player.max_batch_tokens = 65536 tokens, so a scoring pass stays under ~")
+    for _ in range(3):  # rollouts, pool and evaluation each build the model: one line
+        say_once(f"test player 65536 {shape}", note)
+    assert capsys.readouterr().err.count("memory bound:") == 1

@@ -17,7 +17,7 @@ from arena.players.config import MLXPlayerConfig
 from arena.players.mlx import MLXPlayer
 from arena.players.scripted import RandomPlayer
 from arena.train.config import SelfPlayConfig, TrainConfig
-from arena.train.grpo.branches import (
+from arena.train.selfplay.branches import (
     BRANCHES_FILE,
     MAX_COUNTERFACTUAL_WEIGHT,
     action_values,
@@ -26,12 +26,12 @@ from arena.train.grpo.branches import (
     decision_values,
     own_reach,
 )
-from arena.train.grpo.neurd import NeuRDFit, all_action_logp, neurd_target, visit_sums
-from arena.train.grpo.rollouts import play_round
-from arena.train.grpo.schedule import neurd_rate
-from arena.train.grpo.step import learner_decisions, train_round
+from arena.train.selfplay.neurd import NeuRDFit, all_action_logp, neurd_target, visit_sums
+from arena.train.selfplay.rollouts import play_round
+from arena.train.selfplay.schedule import neurd_rate
+from arena.train.selfplay.step import learner_decisions, train_round
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # not a package: scripts import each other
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))  # not a package: scripts import each other
 JACK_OPENS = "0"  # kuhn_theory's information set: the Jack, nothing played yet
 
 
@@ -86,7 +86,7 @@ def test_action_values_take_the_game_for_the_chosen_action_and_the_branch_for_th
 
 def test_branch_values_are_unbiased_for_kuhns_exact_action_values():
     """Random play from both seats: the mean sampled value gap of the Jack's opening bet equals the exact one."""
-    from kuhn_kl_floor import action_gaps  # bench/, on the path through conftest
+    from kuhn_kl_floor import action_gaps  # studies/, on the path above
 
     from arena.games import kuhn_theory as kt
 
@@ -124,7 +124,7 @@ def test_counterfactual_weights_divide_each_visit_by_the_learners_own_reach():
 
 def test_neurd_target_is_the_tabular_step_for_two_actions():
     """The logit gap moves by lr x (sum of value gaps - 2 beta x weight x (pi_bet - rho_bet)), as
-    bench/kuhn_neurd.py's tabular step does with lr / 2 per action."""
+    studies/kuhn_neurd.py's tabular step does with lr / 2 per action."""
     old = np.log(np.array([0.7, 0.3]))
     magnet = np.log(np.array([0.5, 0.5]))
     target, cut = neurd_target(old, magnet, np.array([0.4, -0.4]), 2.0, 0.5, 0.25, 6.0)
@@ -139,7 +139,7 @@ def test_neurd_target_is_the_tabular_step_for_two_actions():
 @pytest.mark.parametrize("clip", [6.0, 12.0])
 def test_neurd_clip_caps_one_action_at_the_logit_gap(actions, clip):
     """However large one action's value edge, its target mass stops at 1 / (1 + (n - 1) e^-clip): with TicTacToe's 8
-    replies and the default clip 6, 0.983, so a forced move is missed 1.7% of the time (README "Other games")."""
+    replies and the default clip 6, 0.983, so a forced move is missed 1.7% of the time (studies/tictactoe.md)."""
     uniform = np.log(np.full(actions, 1.0 / actions))
     values = np.full(actions, -1.0)
     values[0] = 1.0

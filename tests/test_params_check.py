@@ -134,7 +134,7 @@ CASES = [
     ("rounds.r2.prev", 2, "rounds.r2.prev", r"rounds\.r2\.prev = 2 is invalid: must be in \[0, 2\)"),
     ("rounds.r2.n", 9, "rounds.r3.prev",
      r"rounds\.r3\.prev = 2 is invalid: must be 0 or the n of another round \(snapshots exist for \[0, 1, 3,"),
-    ("loop", "ppo", "loop", r"loop = 'ppo' is invalid: expected one of grpo, rest, lsp"),
+    ("loop", "ppo", "loop", r"loop = 'ppo' is invalid: expected one of selfplay, rest, lsp"),
     ("rest.samples_per_seed", 0, "rest.samples_per_seed", r"rest\.samples_per_seed = 0 is invalid"),
     ("rest.k", 4, "rest.k", r"unknown key rest\.k; allowed keys in rest"),
     ("curriculum.band_low", 1.5, "curriculum.band_low",

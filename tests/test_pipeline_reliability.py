@@ -213,7 +213,7 @@ def test_a_corrupt_cache_object_is_caught_by_arena_verify_and_rebuilt(reference,
 
     # DVC 3.67 does not verify its local cache (treeverse/dvc#5978): with the workspace copy gone,
     # `dvc repro` restores the stage from the run cache with the corrupt bytes and calls it up to date.
-    # If this starts failing, DVC began checking objects: update the README's failure notes.
+    # If this starts failing, DVC began checking objects: update docs/failure-behaviour.md.
     shutil.rmtree(repo / "artifacts/models/base")
     restored = run_dvc(repo, env, "repro")
     assert restored.returncode == 0, restored.stdout + restored.stderr

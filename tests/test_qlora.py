@@ -16,10 +16,10 @@ from arena.players.config import MLXPlayerConfig
 from arena.players.mlx import MLXPlayer
 from arena.train.config import PoolConfig, RestConfig, SelfPlayConfig, TrainConfig
 from arena.train.fuse import copy_snapshot, fuse_round
-from arena.train.grpo.rollouts import play_round
-from arena.train.grpo.step import train_round
 from arena.train.lora import attach_lora, weights_digest
 from arena.train.pool import build_pool
+from arena.train.selfplay.rollouts import play_round
+from arena.train.selfplay.step import train_round
 
 SELFPLAY = SelfPlayConfig(deals_per_round=8, group_size=2)
 LORA = TrainConfig(method="lora", steps=2, batch_size=16, lr=1.0e-2, lora_layers=2, lora_rank=4)

@@ -30,7 +30,7 @@ from arena.play.distributed import (
 )
 from arena.play.match import duplicate_schedule, play_match
 from arena.play.records import encode_record
-from arena.train.grpo.rollouts import selfplay_schedule
+from arena.train.selfplay.rollouts import selfplay_schedule
 
 ADDRESS = "ARENA_RAY_ADDRESS"
 # Ray reads its auth mode when it is imported: this process attaches to the test cluster as a driver.
@@ -152,8 +152,8 @@ def test_every_stage_step_on_ray_gives_the_in_process_bytes(cluster, base_model_
     from arena.play.shards import build_shard
     from arena.train.config import PoolConfig, SelfPlayConfig
     from arena.train.fuse import copy_snapshot
-    from arena.train.grpo.rollouts import play_round
     from arena.train.pool import build_pool
+    from arena.train.selfplay.rollouts import play_round
 
     copy_snapshot(base_model_dir, tmp_path / "snap0")
     build_pool(None, tmp_path / "snap0", PoolConfig(scripted=("random",), sampling="uniform"), "kuhn",

@@ -1,5 +1,6 @@
 """Tests for arena.report: the rich table, deterministic PNG plots, self-contained HTML in headless Chromium."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,7 +19,8 @@ from arena.eval.leaderboard import build_leaderboard
 from arena.eval.tournament import run_tournament
 from arena.report.html import build_html, write_report
 from arena.report.plots import PNG_SIGNATURE, ReportError, plot_head_to_head, plot_rounds, round_rows, validate_rounds
-from arena.report.table import render_table
+from arena.report.summary import player_name
+from arena.report.table import render_table, unrated_lines
 
 STRENGTH = {"oracle": 3.0, "first": 2.0, "random": 1.0, "mlx:artifacts/snapshots/r2": 2.5}
 CHROMIUM_FLAGS = [
@@ -49,27 +51,29 @@ def _history(leaderboard):
     return rows
 
 
-def test_render_table_lists_the_ranking(leaderboard):
+def test_render_table_lists_the_ranking_in_80_columns_with_short_names(leaderboard):
     table = render_table(leaderboard)
-    assert [column.header for column in table.columns] == [
-        "#",
-        "player",
-        "pin",
-        "mu",
-        "sigma",
-        "mu-3sigma",
-        "games",
-        "win rate",
-        "95% CI",
-    ]
+    assert [column.header for column in table.columns] == ["#", "player", "rating", "win rate", "95% CI"]
     assert table.row_count == len(leaderboard["ranking"]) == 4
+    console = Console(record=True, width=80)
+    console.print(table)
+    text = console.export_text()
+    assert "\u2026" not in text and max(len(line) for line in text.splitlines()) <= 80
+    names = ["round 2" if row["player"].endswith("snapshots/r2") else row["player"] for row in leaderboard["ranking"]]
+    positions = [text.index(name) for name in names]
+    assert positions == sorted(positions)
+    assert "mlx:artifacts" not in text
+    assert unrated_lines(leaderboard) == ["unrated: openai:gone@http://127.0.0.1:9 (failed to load or play: down)"]
+
+
+def test_render_table_wide_adds_spec_pin_mu_sigma_and_games(leaderboard):
+    table = render_table(leaderboard, wide=True)
+    assert [column.header for column in table.columns] == [
+        "#", "player", "spec", "pin", "mu", "sigma", "rating", "games", "win rate", "95% CI"]
     console = Console(record=True, width=200)
     console.print(table)
     text = console.export_text()
-    positions = [text.index(row["player"]) for row in leaderboard["ranking"]]
-    assert positions == sorted(positions)
-    assert leaderboard["ranking"][0]["pin_digest"][:12] in text
-    assert "unrated: openai:gone@http://127.0.0.1:9" in text
+    assert leaderboard["ranking"][0]["pin_digest"][:12] in text and "mlx:artifacts/snapshots/r2" in text
 
 
 def test_plots_are_byte_identical_across_renders_and_processes(leaderboard, tmp_path):
@@ -181,7 +185,7 @@ def test_html_is_self_contained(leaderboard, tmp_path):
                 assert attrs[name].startswith("data:image/png;base64,"), (tag, name, attrs[name][:40])
     assert "url(" not in page and "@import" not in page
     assert sum(tag == "img" for tag in tags) == 2
-    assert [row[1] for row in parsed.ranking_rows] == [row["player"] for row in leaderboard["ranking"]]
+    assert [row[1] for row in parsed.ranking_rows] == [player_name(row["player"]) for row in leaderboard["ranking"]]
     assert "openai:gone@http://127.0.0.1:9" in page  # listed as unrated, as text only
     assert build_html(leaderboard, images, tmp_path / "again").read_text() == page
 
@@ -199,7 +203,22 @@ def test_the_report_draws_each_games_exact_measures(leaderboard, tmp_path):
                                     "leduc": {"exploitability": 1.9 - 0.1 * n}}} for n in range(3)]
     files = write_report(leaderboard, tmp_path / "r", exact_rounds=evals)
     assert "exact_rounds.png" in [p.name for p in files]
-    assert "each game&#x27;s exact measures over rounds" in (tmp_path / "r" / "index.html").read_text()
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "each game&#x27;s exact measure over rounds" in page
+
+
+def test_the_report_leads_with_what_was_learned_and_flags_a_worse_last_round(leaderboard, tmp_path):
+    evals = [{"round": n, "exact": {"kuhn[rounds=5]": {"exploitability": 0.35 - 0.1 * n},
+                                    "leduc": {"exploitability": [1.893, 0.607, 1.357][n]}}} for n in range(3)]
+    write_report(leaderboard, tmp_path / "r", exact_rounds=evals)
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert page.index("What the build learned") < page.index("exact measure over rounds") < page.index("Ranking")
+    assert "kuhn[rounds=5] exploitability (lower is better, 0 = Nash): round 0 0.350 -&gt; round 2 0.150" in page
+    assert "<li class=flag>leduc exploitability" in page and "WORSE than its best, round 1 (0.607 -&gt; 1.357)" in page
+    # A head-to-head per game (no "All games" beside them), each game's ratings collapsed, the pairs collapsed.
+    assert page.count("<table") == 6 and "All games" not in page  # ranking, 2 matrices, 2 ratings, pairs
+    assert "<details><summary>Ratings by game</summary>" in page
+    assert '<details id="pairs-details">' in page and "round 2" in page
 
 
 def _chromium() -> str:
@@ -236,6 +255,38 @@ def test_report_renders_in_headless_chromium(leaderboard, tmp_path):
     body = next(attrs for tag, attrs in dom.tags if tag == "body")
     widths = [int(w) for w in body["data-image-widths"].split(",")]
     assert len(widths) == 2 and all(w > 100 for w in widths), widths
-    assert [row[1] for row in dom.ranking_rows] == [row["player"] for row in leaderboard["ranking"]]
+    assert [row[1] for row in dom.ranking_rows] == [player_name(row["player"]) for row in leaderboard["ranking"]]
     table_ids = {attrs.get("id") for tag, attrs in dom.tags if tag == "table"}
     assert {"ranking", "head-to-head", "pairs"} <= table_ids
+
+
+def _default_report(out: Path) -> Path:
+    """The report of the committed default build (its leaderboard.json and eval@r files, what the report stage
+    reads from the score cards), written to ``out``."""
+    from arena.report.publish import round_history
+    from arena.report.summary import load_evals
+
+    root = Path(__file__).resolve().parents[1] / "artifacts"
+    board = json.loads((root / "scores" / "leaderboard.json").read_text())
+    files = sorted((root / "evals").glob("r*.json"))
+    write_report(board, out, rounds=round_history(files, board, "random"), exact_rounds=load_evals(root / "evals"))
+    return out / "index.html"
+
+
+def test_the_default_report_fits_a_1400_pixel_window_in_chromium(tmp_path):
+    chromium = _chromium()
+    index = _default_report(tmp_path / "report")
+    probe = ("<script>window.addEventListener('load', () => document.body.setAttribute('data-widths', "
+             "document.documentElement.scrollWidth + ',' + window.innerWidth));</script></body>")
+    page = tmp_path / "report" / "probe.html"
+    page.write_text(index.read_text().replace("</body>", probe))
+    result = subprocess.run(
+        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,1000",
+         "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    body = next(attrs for tag, attrs in _parse(result.stdout).tags if tag == "body")
+    page_width, window = (int(w) for w in body["data-widths"].split(","))
+    assert window == 1400 and page_width <= window, f"the page is {page_width} px wide in a {window} px window"
+    text = index.read_text()
+    assert text.index("What the build learned") < text.index("<h2>Ranking")
+    assert "mlx:artifacts/snapshots/r8</td>" not in text and ">round 8</td>" in text

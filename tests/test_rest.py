@@ -72,10 +72,19 @@ def test_bad_rest_values_name_the_key(values, pattern):
         from_mapping(RestConfig, values, "rest")
 
 
-def test_loop_defaults_to_grpo_and_names_bad_values():
-    assert check_loop({}) == "grpo" and check_loop({"loop": "rest"}) == "rest"
-    with pytest.raises(ConfigError, match=r"loop = 'ppo' is invalid: expected one of grpo, rest"):
+def test_loop_defaults_to_selfplay_and_names_bad_values():
+    assert check_loop({}) == "selfplay" and check_loop({"loop": "rest"}) == "rest"
+    with pytest.raises(ConfigError, match=r"loop = 'ppo' is invalid: expected one of selfplay, rest"):
         check_loop({"loop": "ppo"})
+
+
+def test_the_old_loop_name_grpo_still_runs_selfplay_with_one_deprecation_line(capsys, monkeypatch):
+    import arena.train.config as train_config
+
+    monkeypatch.setattr(train_config, "_warned", set())
+    assert check_loop({"loop": "grpo"}) == "selfplay" and check_loop({"loop": "grpo"}) == "selfplay"
+    err = capsys.readouterr().err
+    assert err == "warning: loop: grpo is deprecated, write loop: selfplay (the same rounds)\n"
 
 
 def test_rest_seed_blocks_stay_below_the_probe_block():

@@ -224,7 +224,7 @@ def test_grpo_micro_batches_give_the_same_step_as_one_batch(base_model_dir):
 
     from arena.players.mlx import MLXPlayer
     from arena.train.config import TrainConfig
-    from arena.train.grpo.update import GRPOUpdate
+    from arena.train.selfplay.update import GRPOUpdate
 
     observations = _kuhn_observations(24)
     rng = np.random.default_rng(0)

@@ -13,10 +13,10 @@ from arena.eval.config import EvalConfig, RoundEvalConfig
 from arena.eval.roundeval import evaluate_round
 from arena.train.config import PoolConfig, SelfPlayConfig, TrainConfig
 from arena.train.fuse import fuse_round
-from arena.train.grpo.rollouts import play_round, round_seeds, selfplay_schedule
-from arena.train.grpo.schedule import round_clip, round_learning_rate
-from arena.train.grpo.step import learner_decisions, train_round
 from arena.train.pool import build_pool, load_pool, sample_opponents
+from arena.train.selfplay.rollouts import play_round, round_seeds, selfplay_schedule
+from arena.train.selfplay.schedule import round_clip, round_learning_rate
+from arena.train.selfplay.step import learner_decisions, train_round
 
 SELFPLAY = SelfPlayConfig(deals_per_round=24, group_size=2)
 

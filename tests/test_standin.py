@@ -92,8 +92,8 @@ def _round_params(game, variant, loop, objective="grpo"):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("game", "variant", "loop", "objective"),
-                         [("kuhn", {}, "grpo", "grpo"), ("liarsdice", {"dice": 1}, "grpo", "grpo"),
-                          ("kuhn", {}, "rest", "grpo"), ("kuhn", {}, "grpo", "neurd")])
+                         [("kuhn", {}, "selfplay", "grpo"), ("liarsdice", {"dice": 1}, "selfplay", "grpo"),
+                          ("kuhn", {}, "rest", "grpo"), ("kuhn", {}, "selfplay", "neurd")])
 def test_a_qlora_round_on_the_q4_stand_in_full_view(tmp_path, game, variant, loop, objective):
     params = _round_params(game, variant, loop, objective)
     validate_all(params)

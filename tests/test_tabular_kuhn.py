@@ -1,9 +1,9 @@
-"""Tabular GRPO self-play on Kuhn (bench/tabular.py): the game sampler, the pool average, learning, the study."""
+"""Tabular GRPO self-play on Kuhn (studies/tabular.py): the game sampler, the pool average, learning, the study."""
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))
 
 # isort: split
 import numpy as np

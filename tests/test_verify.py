@@ -328,3 +328,36 @@ def test_model_nowhere_names_what_was_searched(dvc_origin, tmp_path):
     assert (difference.name, difference.here) == (f"{MODEL}: pin.model_hash", "no such directory")
     assert "models/m is missing; not in the DVC cache" in difference.detail
     assert "dvc fetch models/m: WARNING: Some of the cache files do not exist" in difference.detail
+
+
+def _respec(path: Path, spec: str) -> None:
+    """The card with its model's spec replaced (a hostile card), made self-consistent again."""
+    path.write_text(path.read_text().replace(json.dumps(SPEC), json.dumps(spec)))
+    _rewrite_card(path)
+
+
+@pytest.mark.parametrize("spec", ["mlx:../outside", "mlx:models/../../outside", "mlx:{outside}", "mlx:escape",
+                                  "mlx:models/m\n", "mlx:-rf"])
+def test_a_card_spec_outside_the_project_is_refused_unread(project, monkeypatch, spec):
+    """Issue 47 item 4: a hostile card's mlx: spec resolves only inside the project (or an allowed model dir)."""
+    outside = project.parent / "outside"
+    shutil.copytree(project / "models" / "m", outside)
+    (project / "escape").symlink_to(outside)
+    spec = spec.format(outside=outside)
+    _respec(_card_path(project), spec)
+    read = []
+    monkeypatch.setattr("arena.eval.locate._model_hash", lambda path: read.append(path) or "x")
+    result = verify_scorecard(_card_path(project), repo=project, fetch=False)
+    assert result.verdict == MISMATCH and not result.ok
+    assert result.first_difference.name.endswith(": spec"), result.report()
+    detail = result.first_difference.detail
+    assert ("not a path of plain names" in detail or "ARENA_MODEL_DIRS" in detail) and read == [], detail
+
+
+def test_an_allowed_model_directory_is_searched(project, monkeypatch):
+    outside = project.parent / "outside"
+    shutil.copytree(project / "models" / "m", outside)
+    _respec(_card_path(project), f"mlx:{outside}")
+    monkeypatch.setenv("ARENA_MODEL_DIRS", str(project.parent))
+    result = verify_scorecard(_card_path(project), repo=project, fetch=False)
+    assert result.verdict == MATCH and result.ok, result.report()

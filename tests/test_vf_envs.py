@@ -25,8 +25,20 @@ from arena.eval.verdict import MATCH  # noqa: E402
 from arena.eval.verify import verify_scorecard  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-# verifiers' v1 eval command (console script `eval`); the same function as `python -m` would run.
+# verifiers' v1 eval command (console script `vf-eval` in 0.4, `eval` in 0.3); the function both scripts run.
 EVAL = [sys.executable, "-c", "from verifiers.v1.cli.eval.main import main; main()"]
+
+
+def _eval_serves() -> bool:
+    """Whether this verifiers' eval has --serve/--no-serve (0.3); 0.4's runs every episode in-process."""
+    try:
+        from verifiers.v1.configs.cli.eval import EvalConfig
+    except ImportError:
+        return True
+    return "serve" in EvalConfig.model_fields
+
+
+VERIFIERS_SERVES = _eval_serves()
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -44,7 +56,7 @@ def vf_eval(tmp: Path, env_id: str, model_a: str, model_b: str, base_url: str, g
             *extra: str) -> Path:
     """Run verifiers' eval of ``env_id`` (role A = ``model_a``, role B = ``model_b``); return its traces.jsonl."""
     out = tmp / "outputs"
-    serve = [] if any(arg.startswith("--serve") for arg in extra) else ["--no-serve"]
+    serve = [] if any(arg.startswith("--serve") for arg in extra) or not VERIFIERS_SERVES else ["--no-serve"]
     args = [*EVAL, env_id, "--model", model_a, "--env.player-b.model", model_b, "--client.base-url", base_url,
             "--client.api-key-var", "ARENA_TEST_NO_KEY", "-n", str(games), *serve, "--no-rich", "--no-push",
             "-o", str(out), *extra]
@@ -109,6 +121,8 @@ def test_every_other_game_through_verifiers_eval(tmp_path, game):
 @pytest.mark.slow
 def test_served_mode_with_an_endpoint_per_seat(tmp_path):
     """verifiers' default env-server worker pool (prime-rl's path), and player_b on its own endpoint."""
+    if not VERIFIERS_SERVES:
+        pytest.skip("this verifiers' eval has no env-server mode (0.4 runs episodes in-process)")
     with PolicyServer() as first, PolicyServer() as second:
         traces = vf_eval(tmp_path, "arena-nim", "random", "first", first.base_url, 2, "--serve.max-concurrent", "2",
                          "--env.player-b.client.type", "eval", "--env.player-b.client.base-url", second.base_url,

@@ -8,8 +8,8 @@ from arena.core.seeds import SeedsConfig
 from arena.train.basemodel import build_base
 from arena.train.config import BaseConfig, PoolConfig, SelfPlayConfig
 from arena.train.fuse import copy_snapshot
-from arena.train.grpo.rollouts import play_round
 from arena.train.pool import build_pool
+from arena.train.selfplay.rollouts import play_round
 
 TINY = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64,
         "vocab_size": 400}

@@ -6,6 +6,7 @@ import ctypes
 import hashlib
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from arena.core.jit import ensure_vector_jit
+from arena.core.errors import ArenaError
+from arena.core.jit import ensure_vector_jit, env_switch
 from arena.core.paths import cache_dir
 
 if TYPE_CHECKING:  # numpy is not imported here before OpenBLAS's thread count is set
@@ -37,6 +39,7 @@ MLX_BLAS_SYMBOLS = (
 PREFIX = "scipy_"
 
 _state: dict[str, str] = {}
+_fallback: list[str] = []  # why OpenBLAS could not be loaded, when it was not asked away
 _loaded: list[ctypes.CDLL] = []  # the OpenBLAS ensure_fast_blas loaded (the one MLX calls), if it did
 _FLOATS = ctypes.POINTER(ctypes.c_float)
 
@@ -128,34 +131,60 @@ def _load(lib: Path, coretype: str) -> ctypes.CDLL:
             os.environ["OPENBLAS_CORETYPE"] = outer
 
 
-def _reference(reason: str | None, threads: str) -> dict[str, str]:
+def _reference(reason: str | None, threads: str, strict: bool = False) -> dict[str, str]:
     if reason:
+        _fallback.append(reason)
+        if strict:
+            _refuse_fallback()
         warnings.warn(reason, stacklevel=3)
     _state.update(blas="reference", threads=threads, coretype="n/a")
     return dict(_state)
 
 
-def ensure_fast_blas() -> dict[str, str]:
+def _threads() -> str:
+    """``$OPENBLAS_NUM_THREADS`` (set to arena's 1 when unset), a positive integer: results depend on it."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", DEFAULT_THREADS)
+    threads = os.environ["OPENBLAS_NUM_THREADS"]
+    if not re.fullmatch(r"[0-9]+", threads) or int(threads) < 1:
+        raise ArenaError(f"OPENBLAS_NUM_THREADS={threads!r} is invalid: must be a positive integer (OpenBLAS would "
+                         f"quietly use every CPU, and results depend on the count); unset it for arena's "
+                         f"{DEFAULT_THREADS}")
+    return threads
+
+
+def _refuse_fallback() -> None:
+    """In a pipeline stage, MLX's reference BLAS in place of the pinned OpenBLAS is an error (results differ)."""
+    if _fallback:
+        raise ArenaError(f"{_fallback[0]}; a pipeline stage refuses to build with MLX's reference BLAS instead of "
+                         f"its pinned OpenBLAS (results differ): free space in or fix ARENA_CACHE_DIR "
+                         f"({cache_dir()}), or set ARENA_BLAS=reference to build with it on purpose")
+
+
+def ensure_fast_blas(strict: bool = False) -> dict[str, str]:
     """Load OpenBLAS globally before MLX is imported; return a description of the BLAS in use.
 
     Must run before anything imports ``mlx``: MLX resolves its BLAS symbols when it loads, and a library
-    already loaded with RTLD_GLOBAL wins. Falls back to MLX's bundled reference BLAS with a warning.
-    ``ARENA_BLAS=reference`` opts out; ``ARENA_BLAS_CORETYPE`` picks another OpenBLAS kernel (results change).
+    already loaded with RTLD_GLOBAL wins. Falls back to MLX's bundled reference BLAS with a warning, or, when
+    ``strict`` (a pipeline stage), raises an ArenaError instead. ``ARENA_BLAS=reference`` opts out (any other value
+    is an error, as is an ``OPENBLAS_NUM_THREADS`` that is not a positive integer); ``ARENA_BLAS_CORETYPE`` picks
+    another OpenBLAS kernel (results change).
     Also routes MLX's CPU JIT through the vector compiler (``arena.core.jit``: faster, the same bits), since every
     process that runs MLX for arena starts here.
     """
     if _state:
+        if strict:
+            _refuse_fallback()
         return dict(_state)
     ensure_vector_jit()
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", DEFAULT_THREADS)
-    threads = os.environ["OPENBLAS_NUM_THREADS"]
+    threads = _threads()
+    asked = env_switch("ARENA_BLAS", ("reference",))
     if sys.platform == "darwin":
         _state.update(blas="accelerate", threads="n/a", coretype="n/a")
         return dict(_state)
-    if os.environ.get("ARENA_BLAS") == "reference":
+    if asked == "reference":
         return _reference(None, threads)
     if "mlx.core" in sys.modules:
-        return _reference("mlx was imported before arena's BLAS set-up: using MLX's reference BLAS", threads)
+        return _reference("mlx was imported before arena's BLAS set-up: using MLX's reference BLAS", threads, strict)
     coretype = os.environ.get("ARENA_BLAS_CORETYPE", DEFAULT_CORETYPE)
     source = openblas_source()
     try:
@@ -166,7 +195,7 @@ def ensure_fast_blas() -> dict[str, str]:
             raise RuntimeError(f"its {coretype} kernels do not run on this CPU")
         lib = _load(lib_path, coretype)
     except (OSError, RuntimeError, subprocess.SubprocessError) as error:
-        return _reference(f"OpenBLAS unavailable ({error}); MLX uses its slow reference BLAS", threads)
+        return _reference(f"OpenBLAS unavailable ({error}); MLX uses its slow reference BLAS", threads, strict)
     lib.scipy_openblas_get_corename.restype = ctypes.c_char_p
     lib.scipy_openblas_get_config.restype = ctypes.c_char_p
     _loaded.append(lib)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
+import math
 import re
 import types
 import typing
@@ -22,6 +23,30 @@ C = TypeVar("C")
 
 class ConfigError(ArenaError):
     """A params.yaml value is missing, unknown, of the wrong type or out of range."""
+
+
+# Every integer in params (seeds, sizes, counts) must fit the 64-bit seeds and sizes the RNGs and arrays take.
+INT_LIMIT = 2**63
+
+
+def check_number(path: str, value: Any) -> None:
+    """A float must be finite and an integer inside (-2^63, 2^63): what every params value is held to."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{path} = {value!r} is invalid: must be a finite number (no .inf or .nan)")
+    if isinstance(value, int) and not isinstance(value, bool) and not -INT_LIMIT < value < INT_LIMIT:
+        raise ConfigError(f"{path} = {value!r} is invalid: must be below 2^63 in size (seeds and sizes are 64-bit)")
+
+
+def check_numbers(path: str, value: Any) -> None:
+    """``check_number`` on every number anywhere inside ``value`` (mappings and lists walked, keys named)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            check_numbers(f"{path}.{key}" if path else str(key), item)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            check_numbers(f"{path}[{index}]", item)
+    else:
+        check_number(path, value)
 
 
 def _type_name(tp: Any) -> str:
@@ -66,6 +91,7 @@ def _check_bool(path: str, value: Any) -> bool:
 def _check_int(path: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{path} = {value!r} must be an integer, got {type(value).__name__}")
+    check_number(path, value)
     return value
 
 
@@ -74,6 +100,7 @@ def _check_float(path: str, value: Any) -> float:
         raise ConfigError(f"{path} = {value!r} must be a float, got a string; write a number such as 5e-05")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"{path} = {value!r} must be a float, got {type(value).__name__}")
+    check_number(path, float(value))
     return float(value)
 
 
@@ -126,6 +153,8 @@ def from_mapping(cls: type[C], data: Any, section: str) -> C:
     for name, field in fields.items():
         if name in data:
             kwargs[name] = _check_type(f"{section}.{name}", data[name], hints[name])
+            if name == "seed" and isinstance(kwargs[name], int):
+                require(kwargs[name] >= 0, f"{section}.seed", kwargs[name], "seeds are in [0, 2^63): must be >= 0")
         elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
             raise ConfigError(f"missing required key {section}.{name} ({_type_name(hints[name])})")
     return cls(**kwargs)
@@ -171,15 +200,71 @@ def parse_params(text: str) -> Any:
     return yaml.load(text, Loader=ParamsLoader)  # noqa: S506 -- a SafeLoader subclass
 
 
+def _as_dvc_reads(path: Path, text: str) -> Any:
+    """``text`` parsed as DVC parses params (ruamel's safe loader, YAML 1.2): what it refuses is a ConfigError."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    try:
+        return YAML(typ="safe").load(text)
+    except MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = " ".join(str(error.problem or error.context or "malformed").split())
+        hint = ("a key appears twice in one mapping; keep one" if "duplicate key" in problem else
+                "quote a value holding ': ' or ':' inside [ ] or { } (\"mlx:artifacts/models/base\")")
+        raise ConfigError(f"{path} is not YAML that DVC reads: {problem}{where}; {hint}") from None
+    except YAMLError as error:
+        raise ConfigError(f"{path} is not YAML that DVC reads: {' '.join(str(error).split())}") from None
+
+
+def _first_difference(path: str, ours: Any, dvcs: Any) -> str | None:
+    """The key path where the two readings of params differ (None: they agree)."""
+    if isinstance(ours, Mapping) and isinstance(dvcs, Mapping):
+        for key in ours.keys() | dvcs.keys():
+            if key not in ours or key not in dvcs:
+                return f"{path}.{key}" if path else str(key)
+            found = _first_difference(f"{path}.{key}" if path else str(key), ours[key], dvcs[key])
+            if found is not None:
+                return found
+        return None
+    if isinstance(ours, list) and isinstance(dvcs, list) and len(ours) == len(dvcs):
+        return next((found for index, (a, b) in enumerate(zip(ours, dvcs, strict=True))
+                     if (found := _first_difference(f"{path}[{index}]", a, b)) is not None), None)
+    same_nan = isinstance(ours, float) and isinstance(dvcs, float) and math.isnan(ours) and math.isnan(dvcs)
+    return None if same_nan or (type(ours) is type(dvcs) and ours == dvcs) else path or "(the whole file)"
+
+
+def _lookup(data: Any, path: str) -> Any:
+    for part in re.findall(r"[^.\[\]]+", path):
+        try:
+            data = data[int(part)] if isinstance(data, list) else data[part]
+        except (KeyError, IndexError, ValueError, TypeError):
+            return None
+    return data
+
+
 def load_params(path: str | Path = PARAMS_FILE) -> dict[str, Any]:
-    """Read params.yaml into a dict; a missing or malformed file is a ConfigError."""
+    """Read params.yaml into a dict; a missing or malformed file is a ConfigError. It must read the same to DVC
+    (ruamel, YAML 1.2: duplicate keys refused, ``on`` a string, ``010`` ten), which tracks these params."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path} not found: run from the repository root or pass --params PATH")
+    raw = path.read_bytes()
     try:
-        data = parse_params(path.read_text())
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path} is not UTF-8 (byte {error.start}: {raw[error.start:error.start + 1]!r}); "
+                          "save it as UTF-8") from None
+    dvcs = _as_dvc_reads(path, text)
+    try:
+        data = parse_params(text)
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path} is not valid YAML: {error}") from error
+        raise ConfigError(f"{path} is not valid YAML: {' '.join(str(error).split())}") from None
+    differs = _first_difference("", data, dvcs)
+    if differs is not None:
+        raise ConfigError(f"{path}: {differs}: DVC reads {_lookup(dvcs, differs)!r}, arena "
+                          f"{_lookup(data, differs)!r}; quote it (or write the value both read alike)")
     if not isinstance(data, dict):
         raise ConfigError(f"{path} must be a mapping of sections, got {type(data).__name__}")
     return data

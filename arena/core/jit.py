@@ -27,6 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from arena.core.errors import ArenaError
 from arena.core.paths import cache_dir
 
 VECTOR_FLAGS = ("-mavx2", "-mfma", "-mf16c", "-ffp-contract=off", "-fno-trapping-math", "-finline-limit=1000")
@@ -105,8 +106,17 @@ def compiles(wrapper: Path) -> bool:
         library.unlink(missing_ok=True)
 
 
+def env_switch(name: str, allowed: tuple[str, ...]) -> str | None:
+    """``$name`` when set to one of ``allowed`` (None when unset or empty); any other value is an ArenaError."""
+    value = os.environ.get(name, "")
+    if value and value not in allowed:
+        raise ArenaError(f"{name}={value!r} is invalid: unset it (arena's default) or set {name}="
+                         + " or ".join(allowed))
+    return value or None
+
+
 def _unavailable() -> str | None:
-    if os.environ.get("ARENA_JIT") == "plain":
+    if env_switch("ARENA_JIT", ("plain",)) == "plain":
         return "plain (ARENA_JIT=plain)"
     if sys.platform != "linux" or platform.machine() != "x86_64":
         return "plain (not x86-64 Linux)"
@@ -160,7 +170,7 @@ def ensure_vector_jit() -> dict[str, str]:
     """
     if _state:
         return dict(_state)
-    reason = _unavailable()
+    reason = _unavailable()  # an unknown $ARENA_JIT raises here
     if reason:
         return _plain(reason)
     compiler = real_compiler()

@@ -39,6 +39,7 @@ class SeedsConfig:
     train_end: int = 1_000_000
 
     def __post_init__(self) -> None:
+        require(self.train_start >= 0, "seeds.train_start", self.train_start, "seeds are in [0, 2^63): must be >= 0")
         require(self.train_start < self.train_end, "seeds.train_end", self.train_end,
                 f"must be > seeds.train_start = {self.train_start} (the range is empty)")
 
@@ -53,6 +54,9 @@ class SeedsConfig:
                 f"needs seeds up to {block.stop} but seeds.train_end = {self.train_end}")
         return block
 
+
+# Seeds are 64-bit: every RNG arena seeds (numpy, MLX, the games') takes [0, 2^63).
+SEED_LIMIT = 2**63
 
 SeedRangeLike = range | Sequence[int] | Mapping[str, int]
 
@@ -77,6 +81,8 @@ def as_seed_range(value: SeedRangeLike, what: str = "seed range") -> range:
 def _int(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{what} bounds must be integers, got {value!r}")
+    if not 0 <= value <= SEED_LIMIT:
+        raise ConfigError(f"{what} bound {value!r} is invalid: seeds are in [0, 2^63)")
     return value
 
 

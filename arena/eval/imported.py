@@ -279,10 +279,48 @@ def _replay_only(record: dict[str, Any], where: str) -> dict[str, Any]:
             "invalid_moves": list(result.invalid_moves), "transcript_digest": result.transcript_digest}
 
 
+def check_out(out: str | Path, inputs: Sequence[str | Path]) -> None:
+    """Refuse an ``out`` that replacing would lose data: a file, a directory holding the input traces, or
+    a non-empty directory that is not an earlier ``arena import-traces`` archive (only its cards and files)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise TraceImportError(f"--out {out} is not a directory; name a new directory for the score-card archive")
+    target = out.resolve()
+    for path in map(Path, inputs):
+        source = path.resolve()
+        if source == target or target in source.parents:
+            raise TraceImportError(f"--out {out} holds the input traces {path}; the archive replaces --out whole, "
+                                   "so name a directory apart from the traces")
+    if not out.is_dir():
+        return
+    for entry in sorted(out.iterdir()):
+        if not _own_output(entry):
+            raise TraceImportError(f"--out {out} holds {entry.name}, which is not an earlier arena import-traces "
+                                   "output; the archive replaces --out whole, so name a new or empty directory")
+
+
+def _own_output(entry: Path) -> bool:
+    """Whether ``entry`` is a file that ``import_traces`` writes: an imported card, excluded.json, leaderboard.json."""
+    from arena.eval.scorecards import CARD_SUFFIX, EXCLUDED_FILE
+
+    if entry.is_symlink() or not entry.is_file():
+        return False
+    if entry.name in (EXCLUDED_FILE, "leaderboard.json"):
+        return True
+    if not entry.name.endswith(CARD_SUFFIX):
+        return False
+    try:
+        card = json.loads(entry.read_text(encoding="utf-8"))
+        return isinstance(card, dict) and is_imported(card)
+    except (ValueError, TypeError, AttributeError, KeyError):
+        return False
+
+
 def import_traces(paths: Sequence[str | Path], out: str | Path, *, params: str | Path = "params.yaml",
                   section: str = "eval", code: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Replay every game of the traces, write their score cards to the archive ``out`` (replaced whole) and
-    ``out/leaderboard.json`` (TrueSkill ratings over them); return the leaderboard.
+    ``out/leaderboard.json`` (TrueSkill ratings over them); return the leaderboard. ``out`` must be new, empty
+    or this command's earlier output (``check_out``): nothing else is ever replaced, inputs never.
 
     The cards are measured under ``params``' ``section`` (its games and seeds), like every card of the repository.
     """
@@ -290,6 +328,7 @@ def import_traces(paths: Sequence[str | Path], out: str | Path, *, params: str |
     from arena.eval.leaderboard import build_leaderboard, write_leaderboard
     from arena.eval.scorecards import write_scorecards
 
+    check_out(out, paths)
     loaded = load_params(params)
     if section not in loaded:
         raise TraceImportError(f"{params} has no {section}: section; imported cards are measured under it "

@@ -232,17 +232,18 @@ def _pairs(cards: Sequence[Mapping[str, Any]], game_order: Sequence[str]) -> lis
                   key=lambda pair: (game_order.index(pair["game"]), pair["p0"], pair["p1"]))
 
 
-def _checked(cards: Sequence[Mapping[str, Any]]) -> tuple[EvalConfig, list[Mapping[str, Any]]]:
-    """The archive's one eval config and its cards (each verified, duplicates kept once, sorted by digest)."""
+def _checked(cards: Sequence[Mapping[str, Any]], verified: bool) -> tuple[EvalConfig, list[Mapping[str, Any]]]:
+    """The archive's one eval config and its cards (each verified unless ``verified`` says the caller did,
+    duplicates kept once, sorted by digest)."""
     if not cards:
         raise TournamentError("the score-card archive is empty: run a tournament before building a leaderboard")
-    for card in cards:
+    for card in () if verified else cards:
         verify_card(card, f"card {card.get('digest', '?')[:12]}")
     return _single_config(cards), _unique_cards(cards)
 
 
 def build_leaderboard(
-    cards: Sequence[Mapping[str, Any]], *, excluded: Mapping[str, str] | None = None
+    cards: Sequence[Mapping[str, Any]], *, excluded: Mapping[str, str] | None = None, verified: bool = False
 ) -> dict[str, Any]:
     """The leaderboard, derived entirely from score cards (and the tournaments' exclusions).
 
@@ -253,9 +254,10 @@ def build_leaderboard(
     order), overall, by_game {label}: matrices whose cell [i][j] is player i's record against
     player j, or null}, ``pairs`` (each card's summary, by game then players) and ``unrated``
     [{player, reason}].
-    TrueSkill processes completed games ordered by (seed, game, seats); errored games are skipped.
+    TrueSkill processes completed games ordered by (seed, game, seats); errored games are skipped. ``verified``:
+    the caller verified every card already (``load_archive`` does), so they are not verified twice.
     """
-    config, cards = _checked(cards)
+    config, cards = _checked(cards, verified)
     pins = _pins(cards)
     env = config.trueskill_env()
     game_order = [game.label for game in config.games]
@@ -266,7 +268,9 @@ def build_leaderboard(
         raise TournamentError(f"no player completed a game without error; unrated: {unrated}")
     tallies = _tally(cards, games, pins, game_order)
     ranking = _ranking(overall, tallies.totals, pins)
-    by_game = {label: update_ratings({}, (o for g, o, _ in games if g == label), env=env) for label in game_order}
+    # One game: its ratings are the overall ones (the same outcomes in the same order), not computed twice.
+    by_game = {label: overall if len(game_order) == 1 else update_ratings({}, (o for g, o, _ in games if g == label),
+                                                                          env=env) for label in game_order}
     return {
         "schema": LEADERBOARD_SCHEMA,
         "eval_config": config.to_dict(),

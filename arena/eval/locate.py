@@ -8,6 +8,8 @@ it. A cached copy is copied out into a scratch directory; neither the workspace 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +18,33 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.core.hashing import digest_config, digest_dir, digest_file, dir_manifest
+
+MODEL_DIRS_ENV = "ARENA_MODEL_DIRS"
+# One plain path component: no '.', '..', leading '-', whitespace, control or other odd characters.
+_PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+@=-]*")
+
+
+def allowed_model_dirs(extra: Sequence[str | Path] = ()) -> list[Path]:
+    """Model directories outside the project a card's spec may name: ``extra`` and ``$ARENA_MODEL_DIRS``."""
+    listed = [*extra, *os.environ.get(MODEL_DIRS_ENV, "").split(os.pathsep)]
+    return [Path(entry).resolve() for entry in map(str, listed) if entry]
+
+
+def spec_path_problem(repo: Path, rel: str, allowed: Sequence[Path]) -> str | None:
+    """Why a card's ``mlx:`` path must not be read (None when it may): it must be plain names and resolve, links
+    followed, inside the project ``repo`` or an allowed model directory (a hostile card must not walk the disk)."""
+    parts = rel.split("/")
+    if rel.startswith("/"):
+        parts = parts[1:]
+    if not rel or not all(_PLAIN.fullmatch(part) for part in parts):
+        return (f"{rel!r} is not a path of plain names (letters, digits, . _ + @ = -; no '..', no leading '-' "
+                "or '.'); a card's spec is refused unread")
+    resolved = (repo / rel).resolve()
+    roots = [repo.resolve(), *allowed]
+    if not any(resolved == root or root in resolved.parents for root in roots):
+        return (f"{rel} resolves to {resolved}, outside the project {repo} and every allowed model directory; "
+                f"if the model lives there, allow it with --model-dir or ${MODEL_DIRS_ENV}")
+    return None
 
 
 def _dvc(repo: Path, *args: str) -> subprocess.CompletedProcess:

@@ -3,7 +3,6 @@ exact measures of the policy (arena.eval.exact), and for Kuhn the exact expected
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,31 +17,11 @@ from arena.games.kuhn_theory import chips_per_hand, exploitability
 from arena.games.variants import evaluation_variant
 from arena.play.distributed import Match, PlayerPool, Seat, play_matches
 from arena.play.match import duplicate_schedule
-from arena.play.stats import all_errored, errored_note, summarize_match
+from arena.play.stats import all_errored, deal_chips, errored_note, mean_interval, summarize_match
 from arena.players.build import PlayerConfigs
 from arena.players.config import sampling_config
 from arena.players.policy import scripted_kuhn_policy
 from arena.train.pool import load_pool, pool_average_policy
-
-
-def deal_chips(records: Sequence[Mapping[str, Any]], spec: str) -> list[float]:
-    """Per deal (its games from both seats together), ``spec``'s mean chips per hand; errored games are left out."""
-    hands: dict[int, list[float]] = {}
-    for record in records:
-        if not record["errored"]:
-            seat = record["players"].index(spec)
-            hands.setdefault(record["seed"], []).extend(r[seat] for r in record["round_rewards"])
-    return [sum(chips) / len(chips) for _, chips in sorted(hands.items()) if chips]
-
-
-def mean_interval(values: Sequence[float], z: float = 1.96) -> tuple[float, float, float]:
-    """Mean and its normal-approximation 95% interval (the deals are independent; a deal's two seats are not)."""
-    n = len(values)
-    if n == 0:
-        raise ValueError("mean_interval needs at least one value (every game errored?)")
-    mean = sum(values) / n
-    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / max(n - 1, 1) / n)
-    return mean, mean - z * spread, mean + z * spread
 
 
 def _headline(summary: dict[str, Any]) -> dict[str, Any]:
@@ -114,7 +93,7 @@ def evaluate_round(snapshot: str | Path, pool_file: str | Path | None, round_num
     policy = next((m["policy"] for game, m in exact if game.game_id == "kuhn"), None)
     pairs = [(game, spec) for game in games for spec in config.opponents]
     played = play_matches([Match(game.game_id, (seat, Seat(spec)), schedule, game.variant) for game, spec in pairs],
-                          pool)
+                          pool, label=f"evaluate r{round_number}")
     _check_played(round_number, pairs, played)
     for (game, spec), records in zip(pairs, played, strict=True):
         row = _headline(summarize_match(records, player.spec, spec))

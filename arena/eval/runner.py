@@ -39,7 +39,7 @@ class PlayedPairings:
         matches = [Match(game.game_id, (Seat(a, self.configs), Seat(b, self.configs)), schedule, dict(game.variant))
                    for a, b, game in jobs]
         return {_key(game.game_id, dict(game.variant), a, b, seeds): result
-                for (a, b, game), result in zip(jobs, play_all(matches), strict=True)}
+                for (a, b, game), result in zip(jobs, play_all(matches, label="tournament"), strict=True)}
 
     def play(self, game_id: str, variant: Mapping[str, Any], spec_a: str, spec_b: str,
              seeds: Sequence[int]) -> list[dict[str, Any]]:

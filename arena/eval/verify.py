@@ -27,7 +27,7 @@ from arena.eval.codecheck import CodeCheck, compare_code
 from arena.eval.config import EvalConfig, GameEntry, TournamentConfig
 from arena.eval.errors import TournamentError
 from arena.eval.imported import is_imported, rederive_card
-from arena.eval.locate import locate_model
+from arena.eval.locate import MODEL_DIRS_ENV, allowed_model_dirs, locate_model, spec_path_problem
 from arena.eval.scorecards import make_scorecard, verify_card
 from arena.eval.verdict import (
     Difference,
@@ -77,7 +77,7 @@ def _player_config_detail(source: str, config: MLXPlayerConfig) -> str:
 
 
 def _rebuild_player(index: int, entry: Mapping[str, Any], repo: Path, params: Mapping[str, Any],
-                    section: str | None, scratch: Path, fetch: bool,
+                    section: str | None, scratch: Path, fetch: bool, allowed: Sequence[Path],
                     result: VerifyResult) -> tuple[Player | None, str]:
     """The player a card entry names, rebuilt from its pinned artifact; (None, "") after recording a difference."""
     spec, pin = entry["spec"], entry["pin"]
@@ -86,6 +86,10 @@ def _rebuild_player(index: int, entry: Mapping[str, Any], repo: Path, params: Ma
     if kind == "model":
         if not spec.startswith("mlx:"):
             result._fail(Difference(f"{who}: spec", "mlx:PATH", spec, "a model pin needs an mlx:PATH spec"))
+            return None, ""
+        refused = spec_path_problem(repo, spec[len("mlx:"):], allowed)
+        if refused is not None:
+            result._fail(Difference(f"{who}: spec", f"mlx:PATH in the project or ${MODEL_DIRS_ENV}", spec, refused))
             return None, ""
         located = locate_model(repo, spec[len("mlx:"):], pin["model_hash"], scratch, fetch=fetch)
         result.notes.extend(located.notes)
@@ -162,11 +166,13 @@ def _eval_difference(card: Mapping[str, Any], params: Mapping[str, Any]) -> Diff
 
 
 def _rebuild_players(card: Mapping[str, Any], repo: Path, params: Mapping[str, Any], section: str | None,
-                     scratch: Path, fetch: bool, result: VerifyResult) -> list[Player] | None:
+                     scratch: Path, fetch: bool, allowed: Sequence[Path],
+                     result: VerifyResult) -> list[Player] | None:
     """Both players rebuilt from their pins and compared with them; None after recording a hard difference."""
     players = []
     for index, entry in enumerate(card["players"]):
-        player, config_source = _rebuild_player(index, entry, repo, params, section, scratch, fetch, result)
+        player, config_source = _rebuild_player(index, entry, repo, params, section, scratch, fetch, allowed,
+                                                result)
         if player is None:
             return None
         hard, soft = compare_pins(f"players[{index}] {entry['spec']}", entry["pin"], player.pin(), config_source)
@@ -200,13 +206,15 @@ def _verify_imported(card: Mapping[str, Any], code: CodeCheck, result: VerifyRes
 
 
 def verify_scorecard(path: str | Path, *, repo: str | Path = ".", section: str | None = None,
-                     strict: bool = False, fetch: bool = True) -> VerifyResult:
+                     strict: bool = False, fetch: bool = True,
+                     model_dirs: Sequence[str | Path] = ()) -> VerifyResult:
     """Re-derive the score card at ``path`` from its pins in the repository ``repo``.
 
     ``section`` names the params.yaml section whose view/temperature the model players used (default:
     every tournament-shaped section listing the player, the one matching the pin's config hash first).
     ``strict`` turns a platform-tuple difference into a MISMATCH instead of an interval comparison.
     ``fetch`` lets a model missing from the workspace and the DVC cache be fetched from the DVC remote.
+    A card's ``mlx:`` path is read only inside ``repo`` or a directory of ``model_dirs`` or ``$ARENA_MODEL_DIRS``.
     The card's code is compared with the code this arena runs from: a difference is reported (and named
     as the likely cause of a MISMATCH) but never decides the verdict.
     """
@@ -226,7 +234,8 @@ def verify_scorecard(path: str | Path, *, repo: str | Path = ".", section: str |
     if is_imported(card):
         return _verify_imported(card, code, result)
     with tempfile.TemporaryDirectory(prefix="arena-verify-") as scratch:
-        players = _rebuild_players(card, repo, params, section, Path(scratch), fetch, result)
+        players = _rebuild_players(card, repo, params, section, Path(scratch), fetch,
+                                   allowed_model_dirs(model_dirs), result)
         if players is None:
             return result
         if strict and result.tuple_differences:

@@ -25,6 +25,38 @@ def require_int(game_id: str, key: str, value: Any, minimum: int) -> int:
     return value
 
 
+# The match runner stops (and errors) a game still running after this many actions: every variant must end within it.
+MAX_ACTIONS = 400
+
+
+def _liarsdice_most(dice: int) -> int:
+    """Liar's Dice's longest game: 2 * dice - 1 rounds, N dice in play allowing N + 5 rising bids and a call."""
+    return sum(n + 6 for n in range(2, 2 * dice + 1))
+
+
+def max_actions(game_id: str, variant: Mapping[str, Any]) -> int:
+    """The most actions a game of this (complete) variant can take when every move is legal."""
+    if game_id == "kuhn":
+        return 3 * variant["rounds"]  # check, bet, call
+    if game_id == "leduc":
+        return 8 * variant["rounds"]  # two betting rounds of check, raise, raise, call
+    if game_id == "liarsdice":
+        return _liarsdice_most(variant["dice"])
+    if game_id == "nim":
+        return sum(variant["piles"])  # each move takes at least one object
+    return 9
+
+
+def require_within_cap(game_id: str, key: str, variant: Mapping[str, Any], bound: str) -> None:
+    """An ArenaError, in one line, when a game of ``variant`` could outlast the match runner's action cap."""
+    most = max_actions(game_id, variant)
+    if most > MAX_ACTIONS:
+        value = variant[key] if not isinstance(variant[key], list) or len(variant[key]) <= 8 else \
+            f"{len(variant[key])} piles"
+        raise ArenaError(f"{game_id} variant {key!r} = {value!r} lets a game run to {most} actions, past the match "
+                         f"runner's {MAX_ACTIONS}-action cap (a game stopped there is errored); use {bound}")
+
+
 # The verifiable puzzle kinds (arena.games.puzzles), listed here so params checks need not load the solvers.
 PUZZLE_KINDS = ("nim", "tictactoe")
 
@@ -43,14 +75,18 @@ def kuhn_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
     """Kuhn: ``rounds`` (hands per game, default 1)."""
     reject_unknown_keys("kuhn", variant, KUHN_DEFAULTS)
     full = {**KUHN_DEFAULTS, **variant}
-    return {"rounds": require_int("kuhn", "rounds", full["rounds"], 1)}
+    checked = {"rounds": require_int("kuhn", "rounds", full["rounds"], 1)}
+    require_within_cap("kuhn", "rounds", checked, f"rounds <= {MAX_ACTIONS // 3}")
+    return checked
 
 
 def leduc_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
     """Leduc Hold'em: ``rounds`` (hands per game, default 1)."""
     reject_unknown_keys("leduc", variant, LEDUC_DEFAULTS)
     full = {**LEDUC_DEFAULTS, **variant}
-    return {"rounds": require_int("leduc", "rounds", full["rounds"], 1)}
+    checked = {"rounds": require_int("leduc", "rounds", full["rounds"], 1)}
+    require_within_cap("leduc", "rounds", checked, f"rounds <= {MAX_ACTIONS // 8}")
+    return checked
 
 
 def tictactoe_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
@@ -74,7 +110,10 @@ def liarsdice_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
     """Liar's Dice: ``dice`` per player at the start (default 3)."""
     reject_unknown_keys("liarsdice", variant, LIARSDICE_DEFAULTS)
     full = {**LIARSDICE_DEFAULTS, **variant}
-    return {"dice": require_int("liarsdice", "dice", full["dice"], 1)}
+    checked = {"dice": require_int("liarsdice", "dice", full["dice"], 1)}
+    most = max(d for d in range(1, MAX_ACTIONS) if _liarsdice_most(d) <= MAX_ACTIONS)
+    require_within_cap("liarsdice", "dice", checked, f"dice <= {most}")
+    return checked
 
 
 def nim_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
@@ -86,6 +125,7 @@ def nim_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(piles, (str, bytes)) or not isinstance(piles, Sequence) or len(piles) == 0:
         raise ArenaError(f"nim variant 'piles' must be a non-empty list of ints >= 1, got {piles!r}")
     piles = [require_int("nim", "piles", size, 1) for size in piles]
+    require_within_cap("nim", "piles", {"piles": piles}, f"piles holding {MAX_ACTIONS} objects or fewer in all")
     opening, most = variant.get("opening", 0), sum(piles) - 1
     if isinstance(opening, bool) or not isinstance(opening, int) or not 0 <= opening <= most:
         raise ArenaError(f"nim variant 'opening' (random moves before play) must be an int in [0, {most}] for piles "

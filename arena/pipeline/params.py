@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from arena.core.config import ConfigError, load_section, require
+from arena.core.config import ConfigError, check_numbers, load_section, require
 from arena.core.errors import ArenaError
 from arena.core.seeds import SeedsConfig, check_seed_ranges, format_range, grpo_seeds, lsp_seeds
 from arena.eval.config import EvalConfig, RoundEvalConfig, TournamentConfig
@@ -33,6 +33,7 @@ from arena.train.config import (
     TrainConfig,
     check_loop,
 )
+from arena.train.memory import check_base_fits
 
 # params.yaml sections dvc.yaml lists under some stage's `params:` (DVC itself refuses a missing one).
 REQUIRED_SECTIONS = (
@@ -199,6 +200,8 @@ def _check_plan(configs: Mapping[str, Any]) -> None:
             configs["train"].group_by, f"'seat' compares the games a deal plays from one seat, so it needs two or more "
             f"a seat: selfplay.group_size >= 4, got {selfplay.group_size}")
     _check_full_width(configs)
+    _check_probe(configs)
+    check_base_fits(configs["base"], configs["train"])
     lsp = configs["lsp"]
     lsp_seeds(seeds, lsp.proposals, last_round)
     try:
@@ -207,12 +210,23 @@ def _check_plan(configs: Mapping[str, Any]) -> None:
         raise ConfigError(f"lsp.benchmark_seeds = {format_range(lsp.benchmark)} is invalid: {error}") from None
 
 
+def _check_probe(configs: Mapping[str, Any]) -> None:
+    """The reward audit's seeds are held out: disjoint from the training seeds and from ``eval.seeds``."""
+    probe, seeds = configs["probe"], configs["seeds"]
+    audit = probe.seed_range()
+    for what, other in (("the training seeds", range(seeds.train_start, seeds.train_end)),
+                        ("eval.seeds", configs["eval"].seeds)):
+        require(max(audit.start, other.start) >= min(audit.stop, other.stop), "probe.seed", probe.seed,
+                f"the reward audit's seeds {format_range(audit)} overlap {what} {format_range(other)}; "
+                "move probe.seed clear of both")
+
+
 def _check_full_width(configs: Mapping[str, Any]) -> None:
-    """``train.neurd_values: exact`` needs the grpo loop and games whose exact theory gives every state's values."""
+    """``train.neurd_values: exact`` needs the selfplay loop and games whose exact theory gives every state's values."""
     if configs["train"].neurd_values != "exact":
         return
-    require(configs["loop"] == "grpo", "train.neurd_values", "exact",
-            f"trains the grpo loop's self-play games, but loop is {configs['loop']!r}; use loop: grpo")
+    require(configs["loop"] == "selfplay", "train.neurd_values", "exact",
+            f"trains the selfplay loop's games, but loop is {configs['loop']!r}; use loop: selfplay")
     games = [game for game, _ in configs["selfplay"].games]
     other = [game for game in games if game not in FULL_WIDTH_GAMES]
     require(not other, "train.neurd_values", "exact",
@@ -224,11 +238,13 @@ def validate_all(params: Mapping[str, Any]) -> None:
     """Load every section of ``params`` (a parsed params.yaml) and check the plan across them.
 
     Raises the first problem as a ConfigError naming the key path, the value and what is allowed:
-    an unknown or missing section, any section's unknown key, wrong type or out-of-range value, an
-    unknown game, variant or player spec, and seed ranges that overlap or overflow.
+    an unknown or missing section, any section's unknown key, wrong type or out-of-range value (a non-finite
+    float, an integer past 2^63), an unknown game, variant or player spec, seed ranges that overlap or overflow,
+    a base model that cannot fit this machine's memory.
     """
     if not isinstance(params, Mapping):
         raise ConfigError(f"params.yaml must be a mapping of sections, got {type(params).__name__}")
+    check_numbers("", params)  # every float finite, every integer 64-bit, wherever it sits
     allowed = (*REQUIRED_SECTIONS, *OPTIONAL_SECTIONS)
     unknown = [name for name in params if name not in allowed]
     if unknown:

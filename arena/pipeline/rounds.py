@@ -2,23 +2,28 @@
 
 A round is one DVC stage (so a no-op ``dvc repro`` stays cheap as rounds grow) whose five outputs are each
 their own content-addressed artifact directory with a ``meta.json``; the steps run in order, each reading
-the artifacts the previous steps wrote.
+the artifacts the previous steps wrote. A finished round writes its few headline numbers (``dvc metrics show``'s
+file) and says them in one stderr line.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena.core.artifacts import atomic_write_json
 from arena.core.config import load_section
 from arena.core.seeds import SeedsConfig
 from arena.eval.config import EvalConfig, RoundEvalConfig
 from arena.eval.puzzlebench import evaluate_lsp_round
 from arena.eval.roundeval import evaluate_round, round_games
 from arena.players.config import sampling_config
+from arena.report.summary import round_headline, round_line
 from arena.train.config import (
     CurriculumConfig,
     LspConfig,
@@ -29,15 +34,15 @@ from arena.train.config import (
     check_loop,
 )
 from arena.train.fuse import copy_snapshot, fuse_round
-from arena.train.grpo.launch import launch_for, launch_train_round
-from arena.train.grpo.rollouts import play_round
-from arena.train.grpo.step import train_round
 from arena.train.lsp.rollouts import lsp_rollouts
 from arena.train.lsp.train import train_lsp_round
 from arena.train.memory import PASS_TOKENS, memory_note
 from arena.train.pool import build_pool
 from arena.train.rest.sample import sample_round
 from arena.train.rest.sft import empty_win_set, round_metrics, train_rest_round
+from arena.train.selfplay.launch import launch_for, launch_train_round
+from arena.train.selfplay.rollouts import play_round
+from arena.train.selfplay.step import train_round
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,10 @@ class RoundPaths:
     def evaluation(self, n: int) -> Path:
         return self._at("evals", n, ".json")
 
+    def headline(self, n: int) -> Path:
+        """The round's few numbers ``dvc metrics show`` prints (``arena.report.summary.round_headline``)."""
+        return self._at("metrics", n, ".json")
+
 
 def _evaluate(paths: RoundPaths, n: int, params: Mapping[str, Any], extra: Mapping[str, Any]) -> None:
     if check_loop(params) == "lsp":
@@ -82,20 +91,30 @@ def _evaluate(paths: RoundPaths, n: int, params: Mapping[str, Any], extra: Mappi
     eval_config = EvalConfig.from_dict(params.get("eval"), "eval")
     selfplay = load_section(SelfPlayConfig, "selfplay", params)
     # GRPO trains on the whole mix; ReST samples selfplay.game alone.
-    trained = selfplay.games if check_loop(params) == "grpo" else selfplay.games[:1]
+    trained = selfplay.games if check_loop(params) == "selfplay" else selfplay.games[:1]
     games = round_games(eval_config.games, trained)
     evaluate_round(paths.snapshot(n), paths.pool(n), n, load_section(RoundEvalConfig, "roundeval", params),
                    eval_config, reserved, paths.evaluation(n), extra=extra, games=games)
 
 
+def _said(paths: RoundPaths, n: int, started: float) -> None:
+    """The round's headline metrics file, and the stage log's one line for it: its exact measures, its chips
+    against the oracle, its time."""
+    result = json.loads(paths.evaluation(n).read_text(encoding="utf-8"))
+    atomic_write_json(paths.headline(n), round_headline(result))
+    print(round_line(result, time.monotonic() - started), file=sys.stderr)
+
+
 def round_zero(paths: RoundPaths, params: Mapping[str, Any]) -> None:
     """round0: snapshot 0 is the base model; its pool, an empty ReST win set, and its evaluation."""
+    started = time.monotonic()
     selfplay = load_section(SelfPlayConfig, "selfplay", params)
     copy_snapshot(paths.base, paths.snapshot(0))
     build_pool(None, paths.snapshot(0), load_section(PoolConfig, "pool", params), selfplay.game, paths.pool(0),
                sampling_config(selfplay))
     empty_win_set(paths.trained(0))
     _evaluate(paths, 0, params, {})
+    _said(paths, 0, started)
 
 
 def _rollouts(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
@@ -116,7 +135,7 @@ def _rollouts(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
 def _train(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
     n, prev = paths.n, paths.prev
     config = load_section(TrainConfig, "train", params)
-    launch = launch_for(loop, config.objective if loop == "grpo" else "grpo")
+    launch = launch_for(loop, config.objective if loop == "selfplay" else "grpo")
     if loop == "rest":
         train_rest_round(paths.snapshot(prev), paths.base, paths.rollouts(n), paths.trained(prev), n,
                          load_section(RestConfig, "rest", params), paths.trained(n))
@@ -145,6 +164,7 @@ def _memory(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
 
 def round_n(paths: RoundPaths, params: Mapping[str, Any]) -> None:
     """round@rN: rollouts from snapshot ``prev``, training, the fused snapshot N, its pool, its evaluation."""
+    started = time.monotonic()
     loop = check_loop(params)
     n, prev = paths.n, paths.prev
     _memory(paths, params, loop)
@@ -155,3 +175,4 @@ def round_n(paths: RoundPaths, params: Mapping[str, Any]) -> None:
     build_pool(paths.pool(prev), paths.snapshot(n), load_section(PoolConfig, "pool", params), selfplay.game,
                paths.pool(n), sampling_config(selfplay))
     _evaluate(paths, n, params, round_metrics(paths.rollouts(n), paths.trained(n)) if loop != "lsp" else {})
+    _said(paths, n, started)

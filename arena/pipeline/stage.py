@@ -11,6 +11,7 @@ from arena.core.blas import ensure_fast_blas
 from arena.core.code import project_root
 from arena.core.config import load_params
 from arena.core.errors import ArenaError, disk_full, is_disk_full
+from arena.pipeline.lockguard import keep_good_lock
 from arena.pipeline.params import validate_all
 
 
@@ -35,12 +36,21 @@ def check_own_package() -> None:
         )
 
 
+# A stage stopped by SIGINT exits as a shell reports a command killed by it: 128 + 2.
+INTERRUPTED = 130
+
+
 def run(main: Callable[[], None]) -> None:
     """Run a stage's ``main`` after loading OpenBLAS (before anything imports mlx: stage scripts import their
-    logic inside ``main``); a user error (bad params, missing model) or a full disk prints ``error: ...``, exit 2."""
+    logic inside ``main``); a user error (bad params, missing model) or a full disk prints ``error: ...``, exit 2;
+    Ctrl-C (SIGINT) prints one line and exits 130, every output it was writing removed (``core.artifacts``'
+    temporaries are dropped on any exception), so a rerun of ``dvc repro`` starts the stage afresh. Under DVC,
+    the whole dvc.lock its parent just wrote is first copied aside (``lockguard``: a killed repro can cut it
+    short)."""
+    keep_good_lock()
     try:
         check_own_package()
-        ensure_fast_blas()
+        ensure_fast_blas(strict=True)  # a stage builds with the pinned OpenBLAS or not at all
         main()
     except ArenaError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -50,3 +60,7 @@ def run(main: Callable[[], None]) -> None:
             raise
         print(f"error: {disk_full(error)}", file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {Path(sys.argv[0]).stem} stopped, nothing of it written; `dvc repro` reruns it",
+              file=sys.stderr)
+        sys.exit(INTERRUPTED)

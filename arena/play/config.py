@@ -55,3 +55,8 @@ class ProbeConfig:
 
     def games_for(self, game: str) -> int:
         return self.kuhn_games_per_check if game == "kuhn" else self.games_per_check
+
+    def seed_range(self) -> range:
+        """Every deal seed the audit plays: ``(games + 1) // 2`` deals from ``seed`` for its largest game."""
+        most = max((self.games_for(game) for game in self.games), default=0)
+        return range(self.seed, self.seed + (most + 1) // 2)

@@ -9,97 +9,29 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import sys
+from collections.abc import Sequence
 from typing import Any
 
-from arena.core.errors import ArenaError
-from arena.play.match import Slot, play_match
-from arena.players.base import Player
-from arena.players.build import PlayerConfigs
+from tqdm import tqdm
 
-# Games one lockstep cohort holds: play_match's default concurrency, and the unit a task is made of.
-COHORT = 64
+from arena.core.errors import ArenaError
+from arena.play.tasks import (
+    ADDRESS_ENV,
+    COHORT,
+    LoadFailure,
+    Match,
+    PlayerPool,
+    Seat,
+    Task,
+    play_task,
+)
+
+__all__ = ["ADDRESS_ENV", "COHORT", "LoadFailure", "Match", "PlayerPool", "Seat", "Task", "merge", "play_all",
+           "play_here", "play_matches", "play_task", "ray_address", "split"]
+
 # Tasks per worker when a run is split: enough to even out uneven tasks, few enough to keep overhead small.
 TASKS_PER_WORKER = 4
-ADDRESS_ENV = "ARENA_RAY_ADDRESS"
-
-
-@dataclass(frozen=True)
-class Seat:
-    """How any process builds a player: its spec and the configs it is made with (picklable, hashable)."""
-
-    spec: str
-    configs: PlayerConfigs = field(default_factory=PlayerConfigs)
-
-
-@dataclass(frozen=True)
-class Match:
-    """One match to play: a game, its two seats (equal seats are one player, as in self-play), its schedule."""
-
-    game_id: str
-    seats: tuple[Seat, Seat]
-    schedule: tuple[Slot, ...]
-    variant: Mapping[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class Task:
-    """Whole cohorts of one match: its schedule's slots ``start`` to ``start + len(slots)``.
-
-    ``cwd`` is the directory the specs' relative model paths are relative to (the driver's), wherever it runs.
-    """
-
-    match: int
-    start: int
-    game_id: str
-    seats: tuple[Seat, Seat]
-    slots: tuple[Slot, ...]
-    variant: Mapping[str, Any] | None = None
-    cwd: str = "."
-
-
-@dataclass(frozen=True)
-class LoadFailure:
-    """A seat's player could not be built (missing model, unreachable endpoint): the reason, not a traceback."""
-
-    spec: str
-    reason: str
-
-
-class PlayerPool:
-    """The players one process has built, one per seat; a seat that failed to build fails again without retrying."""
-
-    def __init__(self) -> None:
-        self._players: dict[Seat, Player | LoadFailure] = {}
-
-    def get(self, seat: Seat) -> Player | LoadFailure:
-        if seat not in self._players:
-            try:
-                self._players[seat] = seat.configs.make(seat.spec)
-            except ArenaError as error:
-                self._players[seat] = LoadFailure(seat.spec, str(error))
-        return self._players[seat]
-
-    def add(self, seat: Seat, player: Player) -> None:
-        """Play ``seat`` with a player built elsewhere (a policy being trained, whose weights are not on disk)."""
-        self._players[seat] = player
-
-    def player(self, seat: Seat) -> Player:
-        """The seat's player, or the ArenaError its build raised."""
-        got = self.get(seat)
-        if isinstance(got, LoadFailure):
-            raise ArenaError(got.reason)
-        return got
-
-
-def play_task(pool: PlayerPool, task: Task) -> list[dict[str, Any]] | LoadFailure:
-    """A task's records (its cohorts, in order), or the first of its seats that failed to build."""
-    players = tuple(pool.get(seat) for seat in task.seats)
-    failed = [p for p in players if isinstance(p, LoadFailure)]
-    if failed:
-        return failed[0]
-    return play_match(task.game_id, players, task.slots, variant=task.variant, concurrency=COHORT, progress=False)
 
 
 def split(matches: Sequence[Match], workers: int) -> list[Task]:
@@ -129,20 +61,25 @@ def ray_address() -> str | None:
     return os.environ.get(ADDRESS_ENV, "").strip() or None
 
 
-def play_here(matches: Sequence[Match], pool: PlayerPool) -> list[list[dict[str, Any]] | LoadFailure]:
-    """Every match's records in schedule order, played in this process by ``pool``'s players."""
+def play_here(matches: Sequence[Match], pool: PlayerPool,
+              label: str = "games") -> list[list[dict[str, Any]] | LoadFailure]:
+    """Every match's records in schedule order, played in this process by ``pool``'s players, under one progress
+    bar on stderr named ``label`` (shown only on a terminal)."""
     tasks = split(matches, 1)
-    return merge(matches, tasks, [play_task(pool, task) for task in tasks])
+    with tqdm(total=sum(len(task.slots) for task in tasks), desc=label, unit="game", file=sys.stderr,
+              disable=None, leave=False) as bar:
+        return merge(matches, tasks, [play_task(pool, task, bar) for task in tasks])
 
 
-def play_all(matches: Sequence[Match], pool: PlayerPool | None = None) -> list[list[dict[str, Any]] | LoadFailure]:
+def play_all(matches: Sequence[Match], pool: PlayerPool | None = None,
+             label: str = "games") -> list[list[dict[str, Any]] | LoadFailure]:
     """Every match's records in schedule order, or its load failure; on Ray when ``$ARENA_RAY_ADDRESS`` is set.
 
     ``pool`` holds players this process already built (used by the in-process path only).
     """
     address = ray_address()
     if address is None:
-        return play_here(matches, pool or PlayerPool())
+        return play_here(matches, pool or PlayerPool(), label)
     from arena.play.rayexec import ray_workers
 
     workers = ray_workers(address)
@@ -150,9 +87,10 @@ def play_all(matches: Sequence[Match], pool: PlayerPool | None = None) -> list[l
     return merge(matches, tasks, workers.run(tasks))
 
 
-def play_matches(matches: Sequence[Match], pool: PlayerPool | None = None) -> list[list[dict[str, Any]]]:
+def play_matches(matches: Sequence[Match], pool: PlayerPool | None = None,
+                 label: str = "games") -> list[list[dict[str, Any]]]:
     """``play_all``, with a seat that failed to build raised as the ArenaError it gave."""
-    played = play_all(matches, pool)
+    played = play_all(matches, pool, label)
     failed = next((result for result in played if isinstance(result, LoadFailure)), None)
     if failed is not None:
         raise ArenaError(failed.reason)

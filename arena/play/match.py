@@ -13,10 +13,11 @@ from tqdm import tqdm
 from arena.core.hashing import digest_bytes
 from arena.games.base import Game, Observation
 from arena.games.registry import make_game
+from arena.games.variants import MAX_ACTIONS
 from arena.players.base import Decision, Player, reasoning_digest
 
-# No game in scope lasts this long; a player stuck re-prompting forever is stopped and recorded as errored.
-MAX_ACTIONS = 400
+# MAX_ACTIONS (every variant is checked to end within it, games/variants.py): a player stuck re-prompting forever
+# is stopped there and the game recorded as errored.
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,7 @@ def play_match(
     variant: Mapping[str, Any] | None = None,
     concurrency: int = 64,
     progress: bool = True,
+    bar: tqdm | None = None,
 ) -> list[dict[str, Any]]:
     """Play every scheduled game between ``players`` and return one record per game, in schedule order.
 
@@ -181,14 +183,18 @@ def play_match(
     player state. A cohort's records depend on its games alone, so any split of the schedule at cohort
     boundaries (``arena.play.distributed``) gives the same bytes as one call. A player's error (or exception)
     stops only the games it was deciding, which are recorded as errored and counted for neither side.
+    ``bar``: a progress bar shared with other matches (its owner closes it), advanced a game at a time;
+    otherwise this match's own bar.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency = {concurrency} must be >= 1")
     pins = [players[0].pin(), players[1].pin()]
     records: dict[int, dict[str, Any]] = {}
     indexed = list(enumerate(schedule))
-    bar = tqdm(total=len(schedule), desc=f"{game_id}: {players[0].spec} vs {players[1].spec}", unit="game",
-               file=sys.stderr, disable=None if progress else True, leave=False)
+    own = bar is None
+    if bar is None:
+        bar = tqdm(total=len(schedule), desc=f"{game_id}: {players[0].spec} vs {players[1].spec}", unit="game",
+                   file=sys.stderr, disable=None if progress else True, leave=False)
     for start in range(0, len(indexed), concurrency):
         running = _start_cohort(indexed[start : start + concurrency], players, game_id, variant)
         while running:
@@ -196,7 +202,8 @@ def play_match(
             for player in dict.fromkeys(players):
                 _ask(player, running)
             running = _finish(running, records, game_id, pins, bar)
-    bar.close()
+    if own:
+        bar.close()
     return [records[i] for i in range(len(schedule))]
 
 

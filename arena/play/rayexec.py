@@ -18,7 +18,7 @@ from typing import Any
 from arena.core.blas import ensure_fast_blas
 from arena.core.errors import ArenaError
 from arena.core.pins import versions
-from arena.play.distributed import ADDRESS_ENV, LoadFailure, PlayerPool, Task, play_task
+from arena.play.tasks import ADDRESS_ENV, LoadFailure, PlayerPool, Task, play_task
 
 WORKERS_ENV = "ARENA_RAY_WORKERS"
 # What the workers' results depend on besides the code: sent to every actor before it loads the BLAS.
@@ -62,13 +62,16 @@ def _import_ray() -> Any:
     return ray
 
 
-def worker_count(default: int) -> int:
-    """``$ARENA_RAY_WORKERS`` as a positive integer, else ``default``."""
+def worker_count(default: int, cpus: int | None = None) -> int:
+    """``$ARENA_RAY_WORKERS`` as a positive integer, at most ``cpus`` (each worker takes one), else ``default``."""
     text = os.environ.get(WORKERS_ENV, "").strip()
     if not text:
         return max(default, 1)
     if not text.isdigit() or int(text) < 1:
         raise ArenaError(f"{WORKERS_ENV}={text!r} must be a positive integer (the number of Ray workers)")
+    if cpus is not None and int(text) > cpus:
+        raise ArenaError(f"{WORKERS_ENV}={text} but there are {cpus} CPUs: each worker takes one, so set "
+                         f"{WORKERS_ENV} to at most {cpus} (or add nodes to the cluster)")
     return int(text)
 
 
@@ -93,7 +96,8 @@ def connect(address: str) -> Any:
         os.environ.setdefault(name, value)
     options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
     if address == "local":
-        ray.init(num_cpus=worker_count(os.cpu_count() or 1), **options)
+        cpus = os.cpu_count() or 1
+        ray.init(num_cpus=worker_count(cpus, cpus), **options)
         return ray
     if address != "auto":
         _check_reachable(address)
@@ -149,10 +153,7 @@ def ray_workers(address: str) -> RayWorkers:
     if address not in _pools:
         ray = connect(address)
         cpus = int(ray.cluster_resources().get("CPU", 1))
-        size = worker_count(cpus)
-        if size > cpus:
-            raise ArenaError(f"{WORKERS_ENV}={size} but the Ray cluster at {address!r} has {cpus} CPUs: each worker "
-                             f"takes one, so set {WORKERS_ENV} to at most {cpus} or add nodes")
+        size = worker_count(cpus, cpus)
         _pools[address] = RayWorkers(ray, size)
     return _pools[address]
 

@@ -152,3 +152,33 @@ def summarize_match(records: Sequence[Mapping[str, Any]], p0_spec: str, p1_spec:
     if len(game_ids) != 1:
         raise ValueError(f"a match is one game, but the records mix game ids {game_ids}; summarize each separately")
     return summarize_outcomes(game_ids[0], records, p0_spec, p1_spec)
+
+
+def deal_chips(records: Sequence[Mapping[str, Any]], spec: str) -> list[float]:
+    """Per deal (its games from both seats together), ``spec``'s mean chips per hand; errored games are left out."""
+    hands: dict[int, list[float]] = {}
+    for record in records:
+        if not record["errored"]:
+            seat = record["players"].index(spec)
+            hands.setdefault(record["seed"], []).extend(r[seat] for r in record["round_rewards"])
+    return [sum(chips) / len(chips) for _, chips in sorted(hands.items()) if chips]
+
+
+def mean_interval(values: Sequence[float], z: float = 1.96) -> tuple[float, float, float]:
+    """Mean and its normal-approximation 95% interval (the deals are independent; a deal's two seats are not)."""
+    n = len(values)
+    if n == 0:
+        raise ValueError("mean_interval needs at least one value (every game errored?)")
+    mean = sum(values) / n
+    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / max(n - 1, 1) / n)
+    return mean, mean - z * spread, mean + z * spread
+
+
+def chips_interval(records: Sequence[Mapping[str, Any]], spec: str) -> dict[str, float] | None:
+    """``spec``'s mean chips per hand over deals, with its 95% interval (``mean``, ``low``, ``high``), or None
+    when no game completed."""
+    chips = deal_chips(records, spec)
+    if not chips:
+        return None
+    mean, low, high = mean_interval(chips)
+    return {"mean": mean, "low": low, "high": high}

@@ -24,7 +24,6 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx2
 import openai
 
 from arena.core.hashing import digest_config
@@ -32,10 +31,29 @@ from arena.games.base import Observation
 from arena.players.base import Decision, Player
 from arena.players.config import LOCAL_CONCURRENCY, REMOTE_CONCURRENCY, FrontierConfig
 from arena.players.frontier_cache import CACHE_FORMAT, ResponseCache
-from arena.players.frontier_reply import AttemptFailed, Reply, parse_action, parse_reply
+from arena.players.frontier_reply import AttemptFailed, Reply, parse_action, parse_reply, scrub, scrub_reply
 from arena.players.specs import SPEC_PREFIX, FrontierError, check_model_name, normalise_base_url, parse_spec
 
 log = logging.getLogger(__name__)
+
+
+def _transport_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(timeouts, request errors) of the HTTP libraries openai may run on while a body streams: httpx2 under
+    openai 3, httpx under openai 2 (verifiers 0.4.0's). arena needs nothing else of openai 3: the client, its
+    streaming chat completions, ``models.list`` and the error classes are the same in both."""
+    timeouts: list[type[BaseException]] = []
+    requests: list[type[BaseException]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            library = __import__(name)
+        except ImportError:
+            continue
+        timeouts.append(library.TimeoutException)
+        requests.append(library.RequestError)
+    return tuple(timeouts), tuple(requests)
+
+
+TRANSPORT_TIMEOUTS, TRANSPORT_ERRORS = _transport_errors()
 
 # A reply body larger than this is refused unread. An answer of at most MAX_MAX_TOKENS tokens is at
 # most ~16 KiB of text (a few bytes a token), ~100 KiB even if every character were JSON-escaped
@@ -126,9 +144,13 @@ class FrontierPlayer(Player):
         self.served_model: str | None = None
         self._cache = cache or ResponseCache()
         self._sleep = sleep
+        key = self._api_key()
+        # An endpoint may echo the key back (in a reply's text, its model id, /models): every reply is scrubbed
+        # of it where it enters arena (parse_reply, the cache's entries), so it never reaches disk or logs.
+        self._secrets = (key,) if key != DUMMY_KEY else ()
         self._lock = threading.Lock()  # stats, across the threads of one act_batch
         self._client = openai.OpenAI(
-            api_key=self._api_key(),
+            api_key=key,
             base_url=self.base_url,
             timeout=self.config.timeout_s,
             max_retries=0,  # arena retries itself so every real attempt is counted against max_calls
@@ -231,6 +253,7 @@ class FrontierPlayer(Player):
         key = digest_config(request)
         reply = self._cache.get(key, request)
         if reply is not None:
+            reply = scrub_reply(reply, self._secrets)  # an entry written before replies were scrubbed
             with self._lock:
                 self.stats.cache_hits += 1
         else:
@@ -306,11 +329,11 @@ class FrontierPlayer(Player):
             retryable = status in RETRYABLE_STATUS or status >= 500
             raise AttemptFailed(f"HTTP {status}", retryable=retryable,
                                 retry_after=parse_retry_after(error.response.headers)) from None
-        except httpx2.TimeoutException:
+        except TRANSPORT_TIMEOUTS:
             raise AttemptFailed(f"timed out reading the reply after {timeout:g} s", retryable=True) from None
-        except httpx2.RequestError:
+        except TRANSPORT_ERRORS:
             raise AttemptFailed("connection lost while reading the reply", retryable=True) from None
-        return parse_reply(body)
+        return parse_reply(body, self._secrets)
 
     def check_endpoint(self) -> list[str]:
         """GET ``/models`` once; return the model ids served, or raise FrontierError naming the URL and the fix.
@@ -321,7 +344,7 @@ class FrontierPlayer(Player):
         url = f"{self.base_url}/models"
         self.stats.checks += 1
         try:
-            return [str(model.id) for model in self._client.models.list().data]
+            return [scrub(str(model.id), self._secrets) for model in self._client.models.list().data]
         except openai.APIConnectionError as error:
             what = "timed out" if isinstance(error, openai.APITimeoutError) else "connection failed"
             raise FrontierError(

@@ -99,8 +99,28 @@ def parse_action(reply: str, legal_actions: Sequence[str]) -> str:
     return sanitise(answer, MAX_ACTION_CHARS)
 
 
-def parse_reply(body: bytes) -> Reply:
-    """Validate a chat-completion body's shape; raise AttemptFailed naming what is wrong."""
+REDACTED = "[redacted]"
+
+
+def scrub(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every secret (the API key an endpoint may echo back) replaced by ``[redacted]``."""
+    for secret in secrets:
+        if secret and secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def scrub_reply(reply: Reply, secrets: Sequence[str]) -> Reply:
+    """``reply`` with every secret scrubbed from each of its texts: what reaches the cache, records and logs."""
+    def clean(text: str | None) -> str | None:
+        return None if text is None else scrub(text, secrets)
+    return Reply(model=clean(reply.model), content=scrub(reply.content, secrets),
+                 finish_reason=clean(reply.finish_reason))
+
+
+def parse_reply(body: bytes, secrets: Sequence[str] = ()) -> Reply:
+    """Validate a chat-completion body's shape, scrubbing ``secrets`` from its texts (``scrub_reply``); raise
+    AttemptFailed naming what is wrong."""
     try:
         data = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -119,10 +139,9 @@ def parse_reply(body: bytes) -> Reply:
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         raise AttemptFailed("reply's message content is not text", retryable=True)
-    model = sanitise(_utf8(data["model"]), MAX_MODEL_ID_CHARS) if isinstance(data.get("model"), str) else ""
     finish = choice.get("finish_reason")
-    return Reply(
-        model=model or None,
-        content=_utf8(content or ""),
-        finish_reason=sanitise(_utf8(finish), MAX_MODEL_ID_CHARS) if isinstance(finish, str) else None,
-    )
+    # Scrubbed before sanitising (which could split a secret with spaces) and after it (what is kept).
+    model = sanitise(scrub(_utf8(data["model"]), secrets), MAX_MODEL_ID_CHARS) if isinstance(data.get("model"), str) \
+        else ""
+    finish = sanitise(scrub(_utf8(finish), secrets), MAX_MODEL_ID_CHARS) if isinstance(finish, str) else None
+    return scrub_reply(Reply(model=model or None, content=_utf8(content or ""), finish_reason=finish), secrets)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -129,9 +131,49 @@ def model_shape(model: Any) -> ModelShape:
 
 
 def budget_note(shape: ModelShape, max_tokens: int, key: str, training: bool = False) -> str:
-    """One line: the memory a scoring budget implies for this model (``pass_bytes``)."""
+    """One line: the bound a scoring budget puts on a pass's memory for this model (``pass_bytes``)."""
     per_token = shape.token_bytes(training)
-    return (f"{key} = {max_tokens} tokens -> up to ~{shape.pass_bytes(max_tokens, training) / 2**20:,.0f} MiB a pass "
-            f"({per_token / 1024:.1f} KiB a token: {shape.layers} layers x {shape.kv_heads} kv heads x "
-            f"{shape.head_dim} head dim, {shape.dtype_bytes}-byte {'activations kept' if training else 'values'}; "
-            f"a scored position's {shape.vocab:,}-token log-probs count as {shape.head_weight} tokens)")
+    return (f"memory bound: {key} = {max_tokens} tokens, so a {'training' if training else 'scoring'} pass stays "
+            f"under ~{shape.pass_bytes(max_tokens, training) / 2**20:,.0f} MiB ({per_token / 1024:.1f} KiB a token: "
+            f"{shape.layers} layers x {shape.kv_heads} kv heads x {shape.head_dim} head dim, "
+            f"{shape.dtype_bytes}-byte {'activations kept' if training else 'values'}; a scored position's "
+            f"{shape.vocab:,}-token log-probs count as {shape.head_weight} tokens)")
+
+
+_SAID: set[str] = set()
+
+
+def say_once(key: str, line: str) -> None:
+    """Print ``line`` to stderr the first time ``key`` is said in this process: a stage (one process) builds its
+    model several times (rollouts, pool, evaluation) and states each bound once."""
+    if key not in _SAID:
+        _SAID.add(key)
+        print(line, file=sys.stderr)
+
+
+def machine_memory_bytes() -> int:
+    """This machine's physical memory: the bound no model's weights (and training state) may pass."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def fits_note(need: float, what: str) -> str | None:
+    """None when ``need`` bytes fit this machine's memory, else the clause saying by how much they do not."""
+    have = machine_memory_bytes()
+    if need <= have:
+        return None
+    return f"{what} ~{need / 1e9:,.1f} GB (arena.players.memory) but this machine has {have / 1e9:,.1f} GB of memory"
+
+
+def require_loadable(config: Mapping[str, Any], where: str) -> None:
+    """Raise an ArenaError, before any weight is read, when a config.json's weights cannot fit this machine."""
+    try:
+        shape = ModelShape.from_config(config)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError, AttributeError):
+        return  # not a shape this formula reads: the loader reports it
+    if min(shape.layers, shape.hidden, shape.heads, shape.vocab, shape.intermediate) < 1:
+        raise ArenaError(f"{where}: config.json has a size below 1 ({shape}); the model directory is damaged")
+    note = fits_note(shape.weights_bytes(), "its weights need")
+    if note is not None:
+        sizes = ", ".join(f"{key} = {config.get(key)}" for key in ("num_hidden_layers", "hidden_size",
+                                                                   "intermediate_size", "vocab_size"))
+        raise ArenaError(f"{where}: config.json's {sizes}: {note}; not loaded")

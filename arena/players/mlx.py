@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +22,7 @@ from arena.players.config import MLXPlayerConfig
 from arena.players.head import check_head
 from arena.players.kvcache import TurnCache, bound_buffer_cache, rows_kv
 from arena.players.memo import PolicyMemo
-from arena.players.memory import budget_note, model_shape
+from arena.players.memory import budget_note, model_shape, require_loadable, say_once
 from arena.players.prompts import ChatPrompts, prompt_text
 from arena.players.scoring import inference_log_softmax, inference_loglik, per_decision, prompt_positions
 from arena.players.thinking import Reasoning, ThinkPrompts, generate
@@ -53,7 +52,8 @@ def _loaded(path: Path, adapter: Path | None) -> tuple[Any, Any]:
     that do not match config.json) as one ArenaError naming the directory."""
     import mlx_lm
 
-    read_model_config(path)  # unreadable config.json: a PinError (an ArenaError) naming the file
+    # an unreadable config.json is a PinError (an ArenaError) naming the file; one beyond memory is refused unread
+    require_loadable(read_model_config(path), str(path))
     _check_tokenizer(path)
     try:
         if adapter is not None:
@@ -125,7 +125,7 @@ class MLXPlayer(Player):
         self.shape = model_shape(self.model)
         bound_buffer_cache(self.config.max_batch_tokens * self.shape.token_bytes())
         note = budget_note(self.shape, self.config.max_batch_tokens, "player.max_batch_tokens")
-        print(f"[arena] {self.spec}: {note}", file=sys.stderr)
+        say_once(f"player {self.config.max_batch_tokens} {self.shape}", f"[arena] {note}")
         # A game's previous prompt's keys and values, as many as one pass's worth of tokens.
         kv = self.shape.kv_token_bytes
         self.turns = TurnCache(self.config.max_batch_tokens * kv, kv, MIN_STEM)

@@ -8,6 +8,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from arena.report.plots import ReportError, _png
+from arena.report.summary import measure_note
 
 # Bookkeeping beside the measures (how many configurations a Nim mass averages over), not a measure itself.
 _NOT_MEASURES = ("configurations",)
@@ -43,9 +44,11 @@ def plot_exact_rounds(evals: Sequence[Mapping[str, Any]], title: str = "") -> by
         raise ReportError("no eval@r file has exact measures (eval.games or selfplay games with exact theory)")
     figure = Figure(figsize=(4.6 * len(series), 3.6))
     for ax, (game, measures) in zip(figure.subplots(1, len(series), squeeze=False)[0], series.items(), strict=True):
+        notes = {measure_note(key) for key in measures}
         for key, points in measures.items():
-            ax.plot([r for r, _ in points], [v for _, v in points], marker="o", label=key)
-        ax.set(title=game, xlabel="round", ylabel="exact measure")
+            label = key if len(notes) == 1 else f"{key} ({measure_note(key)})"
+            ax.plot([r for r, _ in points], [v for _, v in points], marker="o", label=label)
+        ax.set(title=game, xlabel="round", ylabel=notes.pop() if len(notes) == 1 else "exact measure")
         ax.set_xticks(sorted({r for points in measures.values() for r, _ in points}))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
@@ -63,7 +66,7 @@ def _win_rates(evaluation: Mapping[str, Any], game: str) -> dict[str, float]:
 
 def exact_tables(evals: Sequence[Mapping[str, Any]]) -> list[str]:
     """Markdown: a table per game, one row per round (its exact measures, win rates, and wall and CPU minutes if
-    timed, as bench/games.py records them)."""
+    timed, as studies/games.py records them)."""
     rows = sorted(evals, key=lambda e: e["round"])
     games = list(dict.fromkeys(key.split("_vs_")[0] for e in rows for key in e if "_vs_" in key))
     series = exact_series(rows)

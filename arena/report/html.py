@@ -1,4 +1,5 @@
-"""The self-contained HTML report (ranking, head-to-head matrices, pairs, inline plots) and its directory."""
+"""The self-contained HTML report: what was learned first (each game's exact curve, the published model against the
+stock model and the oracle), then the ranking, a head-to-head per game, the pairs (collapsed) and the plots."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from arena.core.artifacts import atomic_dir, atomic_write_text, dump_json
 from arena.report.gameplots import plot_exact_rounds
 from arena.report.lspplots import plot_lsp_rounds
 from arena.report.plots import PNG_SIGNATURE, ReportError, plot_head_to_head, plot_rounds, short_label
+from arena.report.summary import curve_facts, curve_sentence, curves, player_name, published_sentences
 from arena.report.table import PIN_PREFIX, interval, number
 
 _CSS = """
@@ -25,6 +27,10 @@ td.name, th.name { text-align: left; font-family: monospace; }
 figure { display: inline-block; margin: 1em; }
 img { max-width: 100%; }
 .muted { color: #777; }
+.flag { color: #b00020; font-weight: bold; }
+.learned li { margin: 0.3em 0; }
+details { margin: 1em 0; }
+summary { cursor: pointer; font-weight: bold; }
 """
 
 
@@ -46,9 +52,10 @@ def _esc(value: Any) -> str:
 
 
 def _ranking_html(rows: Sequence[Mapping[str, Any]], table_id: str) -> str:
-    """A rating table; the pin column appears when the rows carry pins (the overall ranking)."""
+    """A rating table, players by short name (``round N``); the pin column appears when the rows carry pins (the
+    overall ranking), its full spec and digest in the name's and pin's tooltips."""
     with_pin = bool(rows) and "pin_digest" in rows[0]
-    names = ["#", "player", *(["pin"] if with_pin else []), "mu", "sigma", "mu-3sigma", "games", "W-D-L", "errored"]
+    names = ["#", "player", *(["pin"] if with_pin else []), "rating", "mu", "sigma", "games", "W-D-L", "errored"]
     names += ["win rate", "95% CI"]
     header = "".join(
         f'<th class="name">{name}</th>' if name in ("player", "pin") else f"<th>{name}</th>" for name in names
@@ -58,11 +65,11 @@ def _ranking_html(rows: Sequence[Mapping[str, Any]], table_id: str) -> str:
         pin = row.get("pin_digest", "")
         cells = [
             f"<td>{row['rank']}</td>",
-            f'<td class="name">{_esc(row["player"])}</td>',
-            *([f'<td class="name" title="{_esc(pin)}">{_esc(pin[:PIN_PREFIX])}</td>'] if with_pin else []),
+            f'<td class="name" title="{_esc(row["player"])}">{_esc(player_name(row["player"]))}</td>',
+            *([f'<td class="name" title="{_esc(pin)}">{_esc(pin[:8])}</td>'] if with_pin else []),
+            f"<td>{number(row['conservative'])}</td>",
             f"<td>{number(row['mu'])}</td>",
             f"<td>{number(row['sigma'])}</td>",
-            f"<td>{number(row['conservative'])}</td>",
             f"<td>{row['games']}</td>",
             f"<td>{row['wins']}-{row['draws']}-{row['losses']}</td>",
             f"<td>{row['errored']}</td>",
@@ -73,9 +80,15 @@ def _ranking_html(rows: Sequence[Mapping[str, Any]], table_id: str) -> str:
     return f'<table id="{_esc(table_id)}"><thead><tr>{header}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
+def _column_name(spec: str) -> str:
+    """A matrix column's narrow name: ``r8`` for round 8, else the short name."""
+    name = player_name(spec)
+    return f"r{name[6:]}" if name.startswith("round ") else short_label(name, 12)
+
+
 def _matrix_html(players: Sequence[str], matrix: Sequence[Sequence[Mapping[str, Any] | None]], table_id: str) -> str:
     header = '<th class="name">player \\ opponent</th>' + "".join(
-        f'<th class="name">{_esc(short_label(p))}</th>' for p in players
+        f'<th class="name" title="{_esc(p)}">{_esc(_column_name(p))}</th>' for p in players
     )
     body = []
     for player, row in zip(players, matrix, strict=True):
@@ -84,12 +97,13 @@ def _matrix_html(players: Sequence[str], matrix: Sequence[Sequence[Mapping[str, 
             rate = None if cell is None else cell["win_rate"]["rate"]
             text = "" if cell is None else f'{number(rate, 2)}<br><span class="muted">n={cell["games"]}</span>'
             cells.append(f'<td class="cell" style="background:{_cell_colour(rate)}">{text}</td>')
-        body.append(f'<tr><td class="name">{_esc(short_label(player))}</td>{"".join(cells)}</tr>')
+        body.append(f'<tr><td class="name" title="{_esc(player)}">{_esc(player_name(player))}</td>'
+                    f'{"".join(cells)}</tr>')
     return f'<table id="{_esc(table_id)}"><thead><tr>{header}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
 _PAIR_COLUMNS = ("game", "p0", "p1", "games", "p0 wins", "p1 wins", "draws", "errored", "p0 win rate", "95% CI",
-                 "mean reward p0", "mean reward p1", "chips/round p0", "chips/round p1", "card")
+                 "reward p0", "reward p1", "chips/hand p0", "chips/hand p1", "card")
 
 
 def _pairs_html(leaderboard: Mapping[str, Any]) -> str:
@@ -99,8 +113,8 @@ def _pairs_html(leaderboard: Mapping[str, Any]) -> str:
         chips = pair.get("mean_chips_per_round") or {"p0": None, "p1": None}
         cells = [
             f'<td class="name">{_esc(pair["game"])}</td>',
-            f'<td class="name">{_esc(pair["p0"])}</td>',
-            f'<td class="name">{_esc(pair["p1"])}</td>',
+            f'<td class="name" title="{_esc(pair["p0"])}">{_esc(player_name(pair["p0"]))}</td>',
+            f'<td class="name" title="{_esc(pair["p1"])}">{_esc(player_name(pair["p1"]))}</td>',
             f"<td>{pair['games']}</td>",
             f"<td>{pair['wins']['p0']}</td>",
             f"<td>{pair['wins']['p1']}</td>",
@@ -112,10 +126,12 @@ def _pairs_html(leaderboard: Mapping[str, Any]) -> str:
             f"<td>{number(pair['mean_reward']['p1'], 3)}</td>",
             f"<td>{number(chips['p0'], 3)}</td>",
             f"<td>{number(chips['p1'], 3)}</td>",
-            f'<td class="name">{_esc(pair["card"][:PIN_PREFIX])}</td>',
+            f'<td class="name" title="{_esc(pair["card"])}">{_esc(pair["card"][:8])}</td>',
         ]
         body.append(f"<tr>{''.join(cells)}</tr>")
-    return f'<table id="pairs"><thead><tr>{header}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    table = f'<table id="pairs"><thead><tr>{header}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return (f'<details id="pairs-details"><summary>Pairs: every pairing\'s result ({len(leaderboard["pairs"])} '
+            f"score cards)</summary>{table}</details>")
 
 
 def _image_html(title: str, data: bytes) -> str:
@@ -129,15 +145,38 @@ def _image_html(title: str, data: bytes) -> str:
     return f"<figure>{inner}<figcaption>{_esc(title)}</figcaption></figure>"
 
 
+def _learned_sections(leaderboard: Mapping[str, Any], evals: Sequence[Mapping[str, Any]],
+                      exact_png: bytes | None) -> list[str]:
+    """The headline: each game's exact curve in a sentence (a last round worse than an earlier best flagged), its
+    plot, and the published model against the stock model and the oracle."""
+    items = []
+    for game, (key, points) in curves(evals).items():
+        sentence = _esc(curve_sentence(game, key, points))
+        flag = curve_facts(key, points)["regressed"]
+        items.append(f'<li{" class=flag" if flag else ""}>{sentence}</li>')
+    items += [f"<li>{_esc(line)}</li>" for line in published_sentences(leaderboard, evals)]
+    if not items:
+        return []
+    sections = ["<h1>What the build learned</h1>", f'<ul class="learned" id="learned">{"".join(items)}</ul>']
+    if exact_png is not None:
+        sections.append(_image_html("each game's exact measure over rounds", exact_png))
+    sections.append(
+        "<p>The exact measures are computed from the model's policy over the whole game tree, not from sampled "
+        "games. The ranking below counts wins (draws half), not chips: a game's winner is who holds more chips "
+        "at its end, so a player can win often and still lose chips, and a near-even player such as "
+        "<code>random</code> can rank above weaker rounds. Chips against the oracle are the game's measure.</p>")
+    return sections
+
+
 def _ranking_sections(leaderboard: Mapping[str, Any]) -> list[str]:
-    """The title, what was evaluated, the overall ranking and the unrated players."""
+    """What was evaluated, the overall ranking and the unrated players."""
     config = leaderboard["eval_config"]
     sections = [
-        "<h1>arena leaderboard</h1>",
+        "<h2>Ranking</h2>",
         f"<p>evaluation config <code>{_esc(leaderboard['eval_config_hash'][:PIN_PREFIX])}</code>: games "
         f"{_esc(', '.join(leaderboard['games']))}; seeds [{config['seeds']['start']}, {config['seeds']['stop']}); "
-        f"{len(leaderboard['cards'])} score cards. Ranked by TrueSkill mu - 3 sigma; draws count as half a win.</p>",
-        "<h2>Ranking</h2>",
+        f"{len(leaderboard['cards'])} score cards. Ranked by rating = TrueSkill mu - 3 sigma over every game; "
+        "draws count as half a win.</p>",
         _ranking_html(leaderboard["ranking"], "ranking"),
     ]
     if leaderboard.get("unrated"):
@@ -149,17 +188,21 @@ def _ranking_sections(leaderboard: Mapping[str, Any]) -> list[str]:
 
 
 def _game_sections(leaderboard: Mapping[str, Any]) -> list[str]:
-    """The head-to-head matrices (all games, then each game) and each game's ratings."""
+    """A head-to-head matrix per game (one game: its matrix is the overall one, shown once); with several games
+    each game's own ratings, collapsed."""
     head = leaderboard["head_to_head"]
-    sections = ["<h2>Head to head (row's win rate against column)</h2><h3>All games</h3>",
-                _matrix_html(head["players"], head["overall"], "head-to-head")]
-    for index, game in enumerate(leaderboard["games"]):
-        sections.append(f"<h3>{_esc(game)}</h3>")
-        sections.append(_matrix_html(head["players"], head["by_game"][game], f"head-to-head-{index}"))
-    sections.append("<h2>Ratings by game</h2>")
-    for index, game in enumerate(leaderboard["games"]):
-        sections.append(f"<h3>{_esc(game)}</h3>")
-        sections.append(_ranking_html(leaderboard["ratings_by_game"][game], f"ratings-{index}"))
+    games = leaderboard["games"]
+    sections = ["<h2>Head to head (row's win rate against column)</h2>"]
+    for index, game in enumerate(games):
+        if len(games) > 1:
+            sections.append(f"<h3>{_esc(game)}</h3>")
+        table_id = "head-to-head" if index == 0 else f"head-to-head-{index}"
+        sections.append(_matrix_html(head["players"], head["by_game"][game], table_id))
+    if len(games) > 1:
+        ratings = "".join(f"<h3>{_esc(game)}</h3>" + _ranking_html(leaderboard["ratings_by_game"][game],
+                                                                      f"ratings-{index}")
+                          for index, game in enumerate(games))
+        sections.append(f"<details><summary>Ratings by game</summary>{ratings}</details>")
     return sections
 
 
@@ -175,16 +218,19 @@ def _plot_sections(images: Mapping[str, bytes | str | Path]) -> list[str]:
     return sections
 
 
-def build_html(leaderboard: Mapping[str, Any], images: Mapping[str, bytes | str | Path], out_dir: str | Path) -> Path:
-    """Write ``out_dir/index.html``: ranking, head-to-head matrices, pair results and the images, all inline.
+def build_html(leaderboard: Mapping[str, Any], images: Mapping[str, bytes | str | Path], out_dir: str | Path,
+               evals: Sequence[Mapping[str, Any]] = (), exact_png: bytes | None = None) -> Path:
+    """Write ``out_dir/index.html``: what was learned (from ``evals``, the eval@r files, with ``exact_png`` their
+    exact curves), the ranking, a head-to-head per game, the pairs (collapsed) and the images, all inline.
 
     ``images`` maps a caption to PNG/SVG bytes or a file path. The page loads nothing from anywhere:
     styles are inline and images are base64 data URIs (PNG) or inline SVG, so it renders offline.
     """
-    sections = [*_ranking_sections(leaderboard), *_game_sections(leaderboard), "<h2>Pairs</h2>",
-                _pairs_html(leaderboard), *_plot_sections(images)]
+    learned = _learned_sections(leaderboard, evals, exact_png) or ["<h1>arena leaderboard</h1>"]
+    sections = [*learned, *_ranking_sections(leaderboard),
+                *_game_sections(leaderboard), "<h2>Pairs</h2>", _pairs_html(leaderboard), *_plot_sections(images)]
     page = (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>arena leaderboard</title>'
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>arena: what the build learned</title>'
         f"<style>{_CSS}</style></head><body>\n" + "\n".join(sections) + "\n</body></html>\n"
     )
     path = Path(out_dir) / "index.html"
@@ -203,17 +249,18 @@ def write_report(
     """
     images = {"head to head, all games": plot_head_to_head(leaderboard)}
     files = {"head_to_head.png": images["head to head, all games"]}
+    exact_png = None
     if rounds:
         images["win rate and rating over pipeline rounds"] = files["rounds.png"] = plot_rounds(rounds)
     if lsp_rounds:
         images["LSP: held-out puzzle accuracy, the challenger's difficulty and proposals"] = \
             files["lsp_rounds.png"] = plot_lsp_rounds({"snapshots": lsp_rounds})
     if exact_rounds:
-        images["each game's exact measures over rounds"] = files["exact_rounds.png"] = plot_exact_rounds(exact_rounds)
+        exact_png = files["exact_rounds.png"] = plot_exact_rounds(exact_rounds)
     out_dir = Path(out_dir)
     with atomic_dir(out_dir) as tmp:
         (tmp / "leaderboard.json").write_text(dump_json(leaderboard), encoding="utf-8")
         for name, data in files.items():
             (tmp / name).write_bytes(data)
-        build_html(leaderboard, images, tmp)
+        build_html(leaderboard, images, tmp, evals=exact_rounds or (), exact_png=exact_png)
     return sorted(out_dir / name for name in ["leaderboard.json", "index.html", *files])

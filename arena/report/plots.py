@@ -14,6 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from arena.core.errors import ArenaError
+from arena.report.summary import player_name
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 ROUND_REQUIRED = ("round", "player", "win_rate", "low", "high", "mu")
@@ -76,13 +77,13 @@ def plot_head_to_head(leaderboard: Mapping[str, Any], game: str | None = None) -
         for row in matrix
     ]
     with matplotlib.style.context("default"):
-        side = 2.5 + 1.1 * size
+        side = 2.5 + 0.6 * size
         fig = Figure(figsize=(side + 1.5, side), dpi=100)
         ax = fig.add_subplot()
         cmap = matplotlib.colormaps["RdBu"].with_extremes(bad="#dddddd")
         image = ax.imshow(values, cmap=cmap, vmin=0.0, vmax=1.0)
         _annotate_cells(ax, matrix)
-        labels = [short_label(p) for p in players]
+        labels = [short_label(player_name(p)) for p in players]
         ax.set_xticks(range(size), labels, rotation=40, ha="right", fontsize=8)
         ax.set_yticks(range(size), labels, fontsize=8)
         ax.set_xlabel("opponent")

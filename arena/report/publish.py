@@ -49,7 +49,7 @@ def round_history(eval_files: Sequence[str | Path], leaderboard: dict[str, Any],
 
 def leaderboard_from(archives: Sequence[str | Path]) -> dict[str, Any]:
     """The leaderboard of the score-card archives, with the players they left out."""
-    return build_leaderboard(load_archive(archives), excluded=load_excluded(archives))
+    return build_leaderboard(load_archive(archives), excluded=load_excluded(archives), verified=True)
 
 
 def publish(archives: Sequence[str | Path], eval_files: Sequence[str | Path], scores_dir: str | Path,

@@ -7,6 +7,8 @@ from typing import Any
 
 from rich.table import Table
 
+from arena.report.summary import player_name
+
 PIN_PREFIX = 12
 
 
@@ -22,55 +24,48 @@ def interval(win_rate: Mapping[str, float | None]) -> str:
     return f"[{win_rate['low']:.2f}, {win_rate['high']:.2f}]"
 
 
-def render_table(leaderboard: Mapping[str, Any]) -> Table:
-    """The ranking as a rich Table (``arena leaderboard``): rank, player, pin prefix, ratings, games, win rate."""
+def render_table(leaderboard: Mapping[str, Any], wide: bool = False) -> Table:
+    """The ranking as a rich Table (``arena leaderboard``): rank, player (``round N`` for a round's snapshot),
+    conservative rating, win rate and its interval; ``wide`` adds the full spec, pin prefix, mu, sigma and games."""
     table = Table(title=f"arena leaderboard (eval {leaderboard['eval_config_hash'][:PIN_PREFIX]})")
-    for header, justify in (
-        ("#", "right"),
-        ("player", "left"),
-        ("pin", "left"),
-        ("mu", "right"),
-        ("sigma", "right"),
-        ("mu-3sigma", "right"),
-        ("games", "right"),
-        ("win rate", "right"),
-        ("95% CI", "left"),
-    ):
-        table.add_column(header, justify=justify)
-    table.columns[1].no_wrap = True
+    columns = [("#", "right"), ("player", "left")]
+    columns += [("spec", "left"), ("pin", "left"), ("mu", "right"), ("sigma", "right")] if wide else []
+    columns += [("rating", "right"), *([("games", "right")] if wide else []), ("win rate", "right"), ("95% CI", "left")]
+    for header, justify in columns:
+        table.add_column(header, justify=justify, no_wrap=True)
     for row in leaderboard["ranking"]:
-        table.add_row(
-            str(row["rank"]),
-            row["player"],
-            row["pin_digest"][:PIN_PREFIX],
-            number(row["mu"]),
-            number(row["sigma"]),
-            number(row["conservative"]),
-            str(row["games"]),
-            number(row["win_rate"]["rate"], 3),
-            interval(row["win_rate"]),
-        )
-    if leaderboard.get("unrated"):
-        table.caption = "unrated: " + "; ".join(f"{u['player']} ({u['reason']})" for u in leaderboard["unrated"])
+        extra = [row["player"], row["pin_digest"][:PIN_PREFIX], number(row["mu"]), number(row["sigma"])] if wide else []
+        table.add_row(str(row["rank"]), player_name(row["player"]), *extra, number(row["conservative"]),
+                      *([str(row["games"])] if wide else []), number(row["win_rate"]["rate"], 3),
+                      interval(row["win_rate"]))
+    table.caption = "rating: TrueSkill mu - 3 sigma, higher is better"
     return table
 
 
+def unrated_lines(leaderboard: Mapping[str, Any]) -> list[str]:
+    """One line per player the leaderboard left unrated, with its reason (printed under the table)."""
+    return [f"unrated: {player_name(u['player'])} ({u['reason']})" for u in leaderboard.get("unrated", [])]
+
+
 def render_match(summary: Mapping[str, Any], p0: str, p1: str) -> Table:
-    """A match summary (``arena play``) as a rich Table, one row per player."""
+    """A match summary (``arena play``) as a rich Table, one row per player; for chip games (Kuhn, Leduc) the
+    chips a hand lead, and the caption gives p0's chips with their 95% interval before its win rate."""
     table = Table(title=f"{summary['games']} games ({summary['errored']} errored), "
                         f"{summary.get('games_per_sec', 0):.1f} games/s")
-    columns = ["player", "wins", "mean reward", "invalid moves"]
     chips = summary.get("mean_chips_per_round")
-    if chips:
-        columns.append("chips/round")
+    columns = [*(["chips/hand"] if chips else []), "wins", "mean reward", "invalid moves"]
+    table.add_column("player")
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, justify="right")
     for key, spec in (("p0", p0), ("p1", p1)):
-        row = [spec, str(summary["wins"][key]), number(summary["mean_reward"][key], 3),
-               str(summary["invalid_moves"][key])]
-        if chips:
-            row.append(number(chips[key], 3))
-        table.add_row(*row)
+        table.add_row(player_name(spec), *([number(chips[key], 3)] if chips else []), str(summary["wins"][key]),
+                      number(summary["mean_reward"][key], 3), str(summary["invalid_moves"][key]))
     rate = summary["p0_win_rate"]
-    table.caption = f"draws {summary['wins']['draws']}; {p0} win rate {number(rate['rate'], 3)} {interval(rate)}"
+    won = f"win rate {number(rate['rate'], 3)} {interval(rate)}, draws {summary['wins']['draws']}"
+    lead = summary.get("p0_chips_per_hand")
+    if lead is not None:
+        table.caption = (f"{player_name(p0)}: {lead['mean']:+.3f} chips a hand [{lead['low']:+.3f}, "
+                         f"{lead['high']:+.3f}] (95%, over deals); {won}")
+    else:
+        table.caption = f"{player_name(p0)}: {won}"
     return table

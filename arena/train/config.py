@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -53,19 +54,19 @@ class BaseConfig:
 METHODS = ("full", "lora")
 
 
-# How train.lr and train.clip_eps shrink over the rounds (arena.train.grpo.step.decayed).
+# How train.lr and train.clip_eps shrink over the rounds (arena.train.selfplay.step.decayed).
 DECAYS = ("constant", "inverse_sqrt", "inverse")
 
 
 REFERENCES = ("base", "previous")
 # What a round's steps optimise: GRPO's clipped policy gradient on the chosen actions, or NeuRD targets from branch
-# rollouts fitted by KL (arena.train.grpo.neurd; the reference is its magnet).
+# rollouts fitted by KL (arena.train.selfplay.neurd; the reference is its magnet).
 OBJECTIVES = ("grpo", "neurd")
 # How NeuRD weighs an information set's visits: as often as self-play reaches it, or by the opponent's and chance's
 # reach alone (each visit divided by the learner's own reach: counterfactual values, as CFR's).
 WEIGHTINGS = ("onpolicy", "counterfactual")
 # Where NeuRD's action values come from: the iteration's branch games (sampled, at the prompts they visit), or the
-# game tree, at every information state (exact: the sampled targets' expectation; arena.train.grpo.fullwidth).
+# game tree, at every information state (exact: the sampled targets' expectation; arena.train.selfplay.fullwidth).
 NEURD_VALUES = ("sampled", "exact")
 # The games whose exact theory gives every information state's action values (``neurd_values: exact``).
 FULL_WIDTH_GAMES = ("kuhn", "leduc", "tictactoe")
@@ -242,15 +243,28 @@ class PoolConfig:
                     + ", ".join(SCRIPTED_NAMES) + f" or {EPS_ORACLE_FORM}")
 
 
-LOOPS = ("grpo", "rest", "lsp")
+LOOPS = ("selfplay", "rest", "lsp")
+# Old names of a loop, still accepted with a one-line deprecation note on stderr.
+DEPRECATED_LOOPS = {"grpo": "selfplay"}
+_warned: set[str] = set()
 
 
 INITS = ("base", "previous")
 
 
 def check_loop(params: Mapping[str, Any]) -> str:
-    """params.yaml's top-level ``loop`` (``grpo`` when absent): which self-improvement method the rounds run."""
-    loop = params.get("loop", "grpo")
+    """params.yaml's top-level ``loop`` (``selfplay`` when absent): which self-improvement method the rounds run.
+
+    ``selfplay`` is self-play in the games, optimised as ``train.objective`` says (NeuRD or GRPO); the old name
+    ``grpo`` still means it, with a one-line deprecation note (once a process).
+    """
+    loop = params.get("loop", "selfplay")
+    if isinstance(loop, str) and loop in DEPRECATED_LOOPS:
+        new = DEPRECATED_LOOPS[loop]
+        if loop not in _warned:
+            _warned.add(loop)
+            print(f"warning: loop: {loop} is deprecated, write loop: {new} (the same rounds)", file=sys.stderr)
+        return new
     require_choice("loop", loop, LOOPS)
     return loop
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from arena.core.config import ConfigError
-from arena.train.basemodel import write_seeded_model, write_tokenizer_config
 from arena.train.config import BaseConfig
+from arena.train.embedded import write_seeded_model, write_tokenizer_config
 
 # Modelled on Qwen3's own template (tools left out): the system message first, the empty think block on the last
 # assistant turn after the last user message, and with enable_thinking false an empty, closed think block in the

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from arena.train.grpo.loss import group_advantages
+from arena.train.selfplay.grpo import group_advantages
 
 
 def _rows(rewards: Sequence[Sequence[float]]) -> list[np.ndarray]:

@@ -15,9 +15,9 @@ from arena.games.base import Observation
 from arena.players.config import sampling_config
 from arena.players.mlx import MLXPlayer
 from arena.train.config import LspConfig, TrainConfig
-from arena.train.grpo.step import Decisions, optimise
 from arena.train.lora import check_trainable
 from arena.train.lsp.rollouts import read_rollouts
+from arena.train.selfplay.step import Decisions, optimise
 
 
 def lsp_decisions(records: Sequence[Mapping[str, Any]], config: LspConfig) -> Decisions:

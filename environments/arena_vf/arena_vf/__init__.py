@@ -7,9 +7,9 @@ only wires it into verifiers: ``ArenaGameTaskset`` yields task ``k`` (seed ``see
 role's agent, and records on every trace the role's reward (net chips for poker, +1/-1/0 otherwise) and the
 game record in ``trace.info["arena"]`` so ``arena import-traces`` can replay and verify it.
 
-``ArenaChatHarness`` is verifiers' own tool-less ``null`` chat program run by this interpreter instead of a
-``uv``-provisioned one, so an eval needs no package index at run time (the program's imports, openai,
-httpx, mcp and tenacity, are verifiers' own dependencies).
+``ArenaChatHarness`` is verifiers' own tool-less ``null`` chat program (0.3: ``null/program.py``; 0.4: the bundled
+``CHAT_PROGRAM_SOURCE``) run by this interpreter instead of a ``uv``-provisioned one, so an eval needs no package
+index at run time (the program's imports, openai, httpx, mcp and tenacity, are verifiers' own dependencies).
 """
 
 from __future__ import annotations
@@ -29,8 +29,13 @@ from verifiers.v1.runtimes import ProgramResult, Runtime
 from arena.play.external import ROLES, ExternalGame, game_task
 from arena.players.config import DEFAULT_SYSTEM_PROMPT
 
-# verifiers' own chat loop (one completion per segment, no tools given); run as a file, never copied.
+try:  # verifiers 0.4: the chat loop is the bundled source of its harness utils (a PEP 723 script, run by uv there)
+    from verifiers.v1.harnesses.utils.launch import CHAT_PROGRAM_SOURCE
+except ImportError:  # verifiers 0.3: a file beside the null harness
+    CHAT_PROGRAM_SOURCE = None
+# verifiers' own chat loop (one completion per segment, no tools given); run as verifiers ships it, never edited.
 PROGRAM = Path(null_harness.__file__).resolve().parent / "program.py"
+PROGRAM_FILE = ".vf-arena-chat-program.py"  # where 0.4's bundled source is written in the seat's runtime
 REWARD = "outcome"
 INFO_KEY = "arena"
 
@@ -133,11 +138,19 @@ class ArenaChatHarness(NullHarness):
     async def setup(self, runtime: Runtime) -> None:
         return None
 
-    async def launch(self, ctx, trace, runtime: Runtime, endpoint: str, secret: str, mcp_urls, data) -> ProgramResult:
+    async def launch(self, ctx, trace, runtime: Runtime, endpoint: str, secret: str, mcp_urls, data,
+                     tool_interception_url: str | None = None) -> ProgramResult:
         if mcp_urls:
             raise ValueError("arena's game environments give the model no tools; remove the MCP tool servers")
         system_prompt, prompt = self.resolve_prompt(data)
         args = [f"--base-url={endpoint}", f"--api-key={secret}", f"--model={ctx.model}"]
+        if CHAT_PROGRAM_SOURCE is not None:
+            await runtime.write(PROGRAM_FILE, CHAT_PROGRAM_SOURCE.encode())
+            program = PROGRAM_FILE
+            if tool_interception_url:
+                args.append(f"--tool-interception-url={tool_interception_url}")
+        else:
+            program = str(PROGRAM)
         if system_prompt:
             args.append(f"--system-prompt={system_prompt}")
         if isinstance(prompt, str):
@@ -146,7 +159,7 @@ class ArenaChatHarness(NullHarness):
             path = f".vf-initial-messages-{trace.id}.json"
             await runtime.write(path, json.dumps([message_to_wire(m) for m in prompt]).encode())
             args.append(f"--initial-messages-file={path}")
-        return await runtime.run_program([sys.executable, str(PROGRAM), *args], dict(self.config.resolved_env))
+        return await runtime.run_program([sys.executable, program, *args], dict(self.config.resolved_env))
 
 
 __all__ = [

@@ -1,0 +1,1 @@
+"""Self-play in the games (``loop: selfplay``): rollouts, branch games, NeuRD and GRPO updates, full-width targets."""
