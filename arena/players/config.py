@@ -56,6 +56,13 @@ class ThinkConfig:
         require(bool(self.instruction.strip()), "player.think.instruction", self.instruction, "must not be empty")
 
 
+def refuse_think(section: str, think: Mapping[str, Any]) -> None:
+    """A training section's ``think:`` is refused in one line: the pipeline's rounds do not train reasoning yet."""
+    require(not think, f"{section}.think", dict(think), "rounds do not train reasoning yet: train a thinking player "
+            "with arena.train.thinking (bench/thinking_round.py); the evaluation sections (roundeval, baseline, "
+            "tournament, shards) take think")
+
+
 def think_config(section: str, value: Mapping[str, Any] | ThinkConfig | None) -> ThinkConfig | None:
     """A section's ``think:`` mapping as a ThinkConfig (None when empty: no reasoning); unknown keys are one line."""
     if value is None or isinstance(value, ThinkConfig):
