@@ -107,12 +107,14 @@ def _frontier_config(params: str | None) -> FrontierConfig:
 @click.option("--temperature", default=1.0, show_default=True, type=float, help="MLX players' sampling temperature")
 @view_option
 @_thinking
+@click.option("--think", "think_tokens", default=0, show_default=True, type=int,
+              help="MLX players reason up to N tokens before each move (docs/thinking.md; 0: no reasoning)")
 @click.option("--params", type=click.Path(dir_okay=False),
               help="params file whose frontier: section configures openai: players [default: params.yaml if present]")
 @click.option("--concurrency", default=64, show_default=True, type=int, help="games played in lockstep")
 @click.option("--out", type=click.Path(), help="also write the game records as a JSONL shard here")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
-def play(game, p0, p1, games, seed, variant, temperature, view, thinking, params, concurrency, out,
+def play(game, p0, p1, games, seed, variant, temperature, view, thinking, think_tokens, params, concurrency, out,
          as_json) -> None:
     """Play GAMES games of GAME between two players and print the score.
 
@@ -124,13 +126,14 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, params
     from arena.play.records import write_shard
     from arena.play.stats import all_errored, chips_interval, errored_line, summarize_match
     from arena.players.build import PlayerConfigs
-    from arena.players.config import MLXPlayerConfig
+    from arena.players.config import MLXPlayerConfig, think_config
 
     get_spec(game)
     if games < 1:
         raise ArenaError(f"--games {games} must be >= 1")
     view = resolve_view(view, mlx_dirs(p0, p1))
-    mlx_config = MLXPlayerConfig(view=view, temperature=temperature, enable_thinking=thinking)
+    think = think_config("--think", {"max_tokens": think_tokens}) if think_tokens else None
+    mlx_config = MLXPlayerConfig(view=view, temperature=temperature, enable_thinking=thinking, think=think)
     configs = PlayerConfigs(mlx_config, _frontier_config(params))
     players = (configs.make(p0), configs.make(p1))
     if players[0].spec == players[1].spec:

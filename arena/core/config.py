@@ -285,4 +285,11 @@ def as_dict(config: Any) -> dict[str, Any]:
             return {k: plain(v) for k, v in dataclasses.asdict(value).items()}
         return value
 
-    return {f.name: plain(getattr(config, f.name)) for f in dataclasses.fields(config)}
+    # A field marked ``metadata={"omit_default": True}`` is left out while it has its default, so a setting added
+    # later (a player's ``think``) leaves every existing config's dict, hash and meta.json bytes as they were.
+    return {f.name: plain(getattr(config, f.name)) for f in dataclasses.fields(config)
+            if not (f.metadata.get("omit_default") and getattr(config, f.name) == _default(f))}
+
+
+def _default(f: dataclasses.Field) -> Any:
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default  # type: ignore[misc]

@@ -14,7 +14,7 @@ from arena.core.config import ConfigError, require
 from arena.core.hashing import digest_config
 from arena.core.seeds import as_seed_range
 from arena.games.variants import game_label
-from arena.players.config import sampling_config
+from arena.players.config import sampling_config, think_field
 from arena.players.specs import SCRIPTED_NAMES
 
 
@@ -141,6 +141,7 @@ class RoundEvalConfig:
     temperature: float = 1.0
     enable_thinking: bool = False
     max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
+    think: Mapping[str, Any] = think_field()  # the local player's reasoning (players.config.ThinkConfig; {}: none)
 
     def __post_init__(self) -> None:
         for spec in self.opponents:
@@ -160,6 +161,7 @@ class TournamentConfig:
     temperature: float = 1.0
     enable_thinking: bool = False
     max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
+    think: Mapping[str, Any] = think_field()  # the local player's reasoning (players.config.ThinkConfig; {}: none)
 
     def __post_init__(self) -> None:
         for spec in self.frontier:

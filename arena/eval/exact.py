@@ -64,5 +64,15 @@ _MEASURES = {"kuhn": _kuhn, "leduc": _leduc, "tictactoe": _tictactoe, "nim": _ni
 
 def exact_metrics(player: MLXPlayer, game_id: str, variant: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """The game's exact measures of ``player``'s policy, or None for a game without exact theory (Liar's Dice)."""
+    if getattr(player.config, "think", None) is not None:
+        # A thinking policy is an expectation over sampled reasoning: estimated for Kuhn, with an interval.
+        if game_id != "kuhn":
+            return None
+        from arena.eval.thinkexact import THINKING_SAMPLES, exploitability_interval, kuhn_thinking_samples
+
+        estimate = exploitability_interval(kuhn_thinking_samples(player, THINKING_SAMPLES))
+        return {"exploitability": round(estimate["exploitability"], 6), "policy": estimate["policy"],
+                "exploitability_interval": [round(x, 6) for x in estimate["interval"]],
+                "estimated_from_reasonings": estimate["samples_per_info_set"]}
     measure = _MEASURES.get(game_id)
     return measure(player, variant or {}) if measure else None

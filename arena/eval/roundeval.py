@@ -109,6 +109,10 @@ def evaluate_round(snapshot: str | Path, pool_file: str | Path | None, round_num
                 row["value_left"] = value_left_measures(records, player.spec)
         result[f"{game.label}_vs_{spec}"] = row
     result.update(_exact_columns(exact))
+    if seat.configs.mlx.think is not None:  # a thinking run's reasoning statistics (only then: others keep their bytes)
+        from arena.train.thinking import reasoning_stats
+
+        result["reasoning"] = reasoning_stats([record for records in played for record in records])
     if policy is not None:
         result["kuhn_policy"] = policy
         if pool_file is not None:

@@ -168,6 +168,8 @@ def _load(name: str, loader: Callable[[Mapping[str, Any]], Any], params: Mapping
         message = str(error)
         if _PLAYER_KEY.match(message):
             raise ConfigError(f"{name}.{message[len('player.'):]}") from None
+        if "player.think" in message:  # a think: mapping's unknown key or bad value (players.config.ThinkConfig)
+            raise ConfigError(message.replace("player.think", f"{name}.think")) from None
         raise
 
 

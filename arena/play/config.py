@@ -8,7 +8,7 @@ from typing import Any
 
 from arena.core.config import require
 from arena.games.variants import GAME_IDS, check_game_id
-from arena.players.config import sampling_config
+from arena.players.config import sampling_config, think_field
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class ShardsConfig:
     temperature: float = 1.0
     enable_thinking: bool = False
     max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
+    think: Mapping[str, Any] = think_field()  # the local player's reasoning (players.config.ThinkConfig; {}: none)
 
     def __post_init__(self) -> None:
         check_game_id(self.game)

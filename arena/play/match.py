@@ -15,7 +15,7 @@ from arena.core.hashing import digest_bytes
 from arena.games.base import Game, Observation
 from arena.games.registry import make_game
 from arena.games.variants import MAX_ACTIONS, TEXTARENA_PREFIX
-from arena.players.base import Decision, Player
+from arena.players.base import Decision, Player, reasoning_digest
 
 # MAX_ACTIONS (every variant is checked to end within it, games/variants.py): a player stuck re-prompting forever
 # is stopped there and the game recorded as errored.
@@ -81,6 +81,7 @@ def _record(run: _Running, game_id: str, pins: list[dict[str, Any]]) -> dict[str
         **({"opening": list(run.game.opening)} if run.game.opening is not None else {}),
         **({"prefix": list(run.slot.prefix)} if run.slot.prefix else {}),
         "decisions": run.decisions,
+        **({"reasoning_digest": digest} if (digest := reasoning_digest(run.decisions)) is not None else {}),
         "errored": run.error is not None,
         "error": run.error,
     }
@@ -112,6 +113,9 @@ def _apply(run: _Running, observation: Observation, decision: Decision) -> None:
         "action": decision.action,
         "logprob": decision.logprob,
         "model_id": decision.model_id,
+        # A thinking player's reasoning (only then: other records keep their bytes).
+        **({"reasoning": decision.reasoning, "reasoning_tokens": list(decision.reasoning_tokens or ())}
+           if decision.reasoning is not None else {}),
     })
     if decision.error is not None:
         run.error = decision.error

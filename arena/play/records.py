@@ -9,6 +9,7 @@ from typing import Any
 
 from arena.core.artifacts import atomic_write_text
 from arena.core.errors import ArenaError
+from arena.players.base import reasoning_digest
 
 SHARD_FILE = "games.jsonl"
 REQUIRED = {
@@ -111,6 +112,20 @@ def _replay_problem(record: dict[str, Any]) -> str | None:
     if result.transcript_digest != record["transcript_digest"]:
         return (f"transcript digest {result.transcript_digest[:16]} != "
                 f"recorded {str(record['transcript_digest'])[:16]}")
+    return _reasoning_problem(record)
+
+
+def _reasoning_problem(record: dict[str, Any]) -> str | None:
+    """Why a record's reasoning does not match its reasoning digest (None when it does, or nothing reasoned)."""
+    decisions = record.get("decisions")
+    try:
+        digest = reasoning_digest(decisions) if isinstance(decisions, list) else None
+    except (TypeError, ValueError, AttributeError) as error:
+        return f"reasoning cannot be digested: {error}"
+    recorded = record.get("reasoning_digest")
+    if digest != recorded:
+        return (f"reasoning digest {str(digest)[:16]} != recorded {str(recorded)[:16]} "
+                "(a decision's reasoning or its tokens were changed, added or removed)")
     return None
 
 

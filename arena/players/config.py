@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from arena.core.config import require, require_choice
+from arena.core.config import from_mapping, require, require_choice
 
 # An answer of at most MAX_MAX_TOKENS tokens is at most ~16 KiB of text; arena.players.frontier caps reply bodies.
 MAX_MAX_TOKENS = 4096
@@ -26,6 +27,47 @@ DEFAULT_SYSTEM_PROMPT = (
 
 
 VIEWS = ("compact", "full")
+# What a template without a thinking block is asked to do when ``think`` is on (appended to the user message).
+THINK_INSTRUCTION = "Think briefly about the position first, then write 'Answer:' followed by your move."
+MAX_THINK_TOKENS = 4096
+# A params section's ``think:`` mapping: off when empty, so a section without it keeps its bytes (omit_default).
+def think_field() -> Any:
+    """The ``think:`` field of a params section that configures a local player."""
+    return field(default_factory=dict, metadata={"omit_default": True})
+
+
+@dataclass(frozen=True)
+class ThinkConfig:
+    """A local player's reasoning before its move (params ``think:`` in a model section; absent: no reasoning).
+
+    The model writes up to ``max_tokens`` tokens of reasoning through its chat template (a thinking template's
+    ``<think>`` block; otherwise after ``instruction``), sampled at ``temperature`` from the decision's own key;
+    then the move is the masked choice among the legal actions scored after the reasoning and its answer prefix.
+    """
+
+    max_tokens: int = 64
+    temperature: float = 1.0
+    instruction: str = THINK_INSTRUCTION
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.max_tokens, int) and 1 <= self.max_tokens <= MAX_THINK_TOKENS,
+                "player.think.max_tokens", self.max_tokens, f"must be an int in [1, {MAX_THINK_TOKENS}]")
+        require(self.temperature >= 0.0, "player.think.temperature", self.temperature, "must be >= 0 (0 = greedy)")
+        require(bool(self.instruction.strip()), "player.think.instruction", self.instruction, "must not be empty")
+
+
+def refuse_think(section: str, think: Mapping[str, Any]) -> None:
+    """A training section's ``think:`` is refused in one line: the pipeline's rounds do not train reasoning yet."""
+    require(not think, f"{section}.think", dict(think), "rounds do not train reasoning yet: train a thinking player "
+            "with arena.train.thinking (bench/thinking_round.py); the evaluation sections (roundeval, baseline, "
+            "tournament, shards) take think")
+
+
+def think_config(section: str, value: Mapping[str, Any] | ThinkConfig | None) -> ThinkConfig | None:
+    """A section's ``think:`` mapping as a ThinkConfig (None when empty: no reasoning); unknown keys are one line."""
+    if value is None or isinstance(value, ThinkConfig):
+        return value
+    return from_mapping(ThinkConfig, dict(value), f"{section}.think") if value else None
 
 
 @dataclass(frozen=True)
@@ -46,6 +88,7 @@ class MLXPlayerConfig:
     max_batch_tokens: int = 65536
     enable_thinking: bool = False
     memo_prompts: int = 0
+    think: ThinkConfig | None = field(default=None, metadata={"omit_default": True})
 
     def __post_init__(self) -> None:
         require_choice("player.view", self.view, VIEWS)
@@ -65,12 +108,14 @@ class Sampling(Protocol):
     max_batch_tokens: int
 
 
-def sampling_config(section: Sampling, memo_prompts: int = 0) -> MLXPlayerConfig:
-    """The MLX player config a loaded params section gives: its ``view``, ``temperature``, ``enable_thinking`` and
-    ``max_batch_tokens`` (and a policy memo of ``memo_prompts`` entries, where the caller keeps the model fixed)."""
+def sampling_config(section: Sampling, memo_prompts: int = 0, name: str = "player") -> MLXPlayerConfig:
+    """The MLX player config a loaded params section gives: its ``view``, ``temperature``, ``enable_thinking``,
+    ``max_batch_tokens`` and ``think`` (and a policy memo of ``memo_prompts`` entries, where the caller keeps the
+    model fixed; a thinking player has none: its prompts include its reasoning)."""
+    think = think_config(name, getattr(section, "think", None))
     return MLXPlayerConfig(view=section.view, temperature=section.temperature,
                            max_batch_tokens=section.max_batch_tokens, enable_thinking=section.enable_thinking,
-                           memo_prompts=memo_prompts)
+                           memo_prompts=0 if think else memo_prompts, think=think)
 
 
 @dataclass(frozen=True)

@@ -198,6 +198,8 @@ class FrontierPlayer(Player):
             "endpoint": self.base_url,
             "model": self.model,
             "config_hash": digest_config(self.request_config()),
+            # Its reply budget in plain sight (a thinking local player's pin states its own): a comparison says both.
+            "think": {"max_tokens": self.config.max_tokens, "temperature": self.config.temperature},
         }
 
     def messages(self, observation: Observation) -> list[dict[str, str]]:

@@ -25,6 +25,7 @@ from arena.players.memo import PolicyMemo
 from arena.players.memory import budget_note, model_shape, require_loadable, say_once
 from arena.players.prompts import ChatPrompts, prompt_text
 from arena.players.scoring import inference_log_softmax, inference_loglik, per_decision, prompt_positions
+from arena.players.thinking import Reasoning, ThinkPrompts, generate
 
 __all__ = ["MLXPlayer", "load_model", "load_tokenizer", "prompt_text"]
 
@@ -130,6 +131,10 @@ class MLXPlayer(Player):
         self.turns = TurnCache(self.config.max_batch_tokens * kv, kv, MIN_STEM)
         self.memo = PolicyMemo(self.config.memo_prompts)
         self.prompts = ChatPrompts(self.tokenizer, self.config.view, self.config.enable_thinking)
+        if self.config.think is not None:
+            # After reasoning, a move is scored as the plain reply (the template's non-thinking reply tokens).
+            self.think_prompts = ThinkPrompts(self.tokenizer, self.config.view, self.config.think)
+            self.reply_prompts = ChatPrompts(self.tokenizer, self.config.view, False)
 
     def _prompt_ids(self, observation: Observation) -> tuple[int, ...]:
         """The tokens fed to the model at ``observation``: its view through the chat template."""
@@ -140,7 +145,13 @@ class MLXPlayer(Player):
         return self.prompts.action_ids(action)
 
     def policy(self, observations: Sequence[Observation]) -> list[np.ndarray]:
-        """Per observation, the probability of each legal action (in ``legal_actions`` order)."""
+        """Per observation, the probability of each legal action (in ``legal_actions`` order). A thinking player's
+        policy is an expectation over its reasoning, which one scoring pass cannot give: that is an ArenaError
+        (``arena.eval.thinkexact`` estimates it)."""
+        if self.config.think is not None:
+            raise ArenaError(f"{self.spec} thinks before it moves (think: {self.config.think.max_tokens} tokens): its "
+                             "policy is an expectation over sampled reasoning, not one scoring pass; exact measures "
+                             "of a thinking player exist for Kuhn only (arena.eval.thinkexact)")
         return [np.exp(lp) for lp in self._log_policy(observations)]
 
     def scoring_passes(self, observations: Sequence[Observation], max_tokens: int | None = None,
@@ -179,12 +190,56 @@ class MLXPlayer(Player):
         ``stream``'s last in this match) is reused."""
         return self._scored(observations)
 
-    def _scored(self, observations: Sequence[Observation]) -> list[np.ndarray]:
+    def reason(self, observations: Sequence[Observation]) -> list[Reasoning]:
+        """Each observation's reasoning (``think`` on): generated in batches under ``max_batch_tokens``, every row
+        sampled from its decision's own key."""
+        think = self.config.think
+        if think is None:
+            raise ArenaError("this player has no think setting: give its section think: {max_tokens: N}")
+        prompts = [self.think_prompts.prompt_ids(o) for o in observations]
+        # Each row's prompt-and-reasoning keys and values go to the cross-turn store as its batch ends, under a key of
+        # its own, so the move's scoring pass encodes only the answer prefix and the actions (the store keeps at most
+        # a pass's worth of tokens, evicting the oldest first).
+        self._thought_keys: list[Any] = [None] * len(prompts)
+
+        def keep(row: int, tokens: tuple[int, ...], kv: Any) -> None:
+            self.turns.store(("think", row), tokens, kv)
+            self._thought_keys[row] = ("think", row)
+
+        generated = generate(self.model, self.shape, prompts, [o.sample_key for o in observations], think,
+                             self.think_prompts.stops, self.config.max_batch_tokens, keep)
+        return [self.think_prompts.finish(tokens) for tokens in generated]
+
+    def thought_prompt(self, observation: Observation, reasoning: Reasoning) -> tuple[int, ...]:
+        """The tokens the move is scored after: the reasoning prompt, the reasoning and its answer prefix."""
+        return self.think_prompts.prompt_ids(observation) + reasoning.ids + reasoning.prefix
+
+    def thought_log_policy(self, observations: Sequence[Observation],
+                           reasonings: Sequence[Reasoning]) -> list[np.ndarray]:
+        """Per observation, the log-probability of each legal action scored after its reasoning."""
+        prompts = [self.thought_prompt(o, r) for o, r in zip(observations, reasonings, strict=True)]
+        actions = [[self.reply_prompts.action_ids(a) for a in o.legal_actions] for o in observations]
+        # The reasoning's own keys and values (``reason``), never a game stream: a prompt with reasoning in it is never
+        # the start of the game's next prompt.
+        keys = getattr(self, "_thought_keys", [])
+        streams = [keys[i] if i < len(keys) and keys[i] is not None and len(p) > MIN_STEM else None
+                   for i, p in enumerate(prompts)]
+        try:
+            return self._scored(observations, prompts, actions, streams)
+        finally:
+            for key in keys:
+                if key is not None:
+                    self.turns.drop(key)
+            self._thought_keys = []
+
+    def _scored(self, observations: Sequence[Observation], prompts: list | None = None,
+                actions: list | None = None, streams: list | None = None) -> list[np.ndarray]:
         """Per observation, the log-probability of each legal action; a game's previous prompt is reused."""
-        prompts = [self._prompt_ids(o) for o in observations]
-        actions = [[self._action_ids(a) for a in o.legal_actions] for o in observations]
-        streams = [(o.stream, o.player_id) if o.stream and len(p) > MIN_STEM else None
-                   for o, p in zip(observations, prompts, strict=True)]
+        prompts = prompts or [self._prompt_ids(o) for o in observations]
+        actions = actions or [[self._action_ids(a) for a in o.legal_actions] for o in observations]
+        if streams is None:
+            streams = [(o.stream, o.player_id) if o.stream and len(p) > MIN_STEM else None
+                       for o, p in zip(observations, prompts, strict=True)]
         reuse = [self.turns.reusable(s, p) for s, p in zip(streams, prompts, strict=True)]
         order = list(range(len(observations)))
         passes = self._passes(prompts, actions, reuse)
@@ -239,8 +294,13 @@ class MLXPlayer(Player):
         for observation in observations:
             if not observation.legal_actions:
                 raise ArenaError(f"{observation.game_id}: no legal actions to choose from")
+        if self.config.think is not None:
+            reasonings: list[Reasoning | None] = list(self.reason(observations))
+            logps = self.thought_log_policy(observations, reasonings)
+        else:
+            reasonings, logps = [None] * len(observations), self._log_policy(observations)
         decisions = []
-        for observation, logp in zip(observations, self._log_policy(observations), strict=True):
+        for observation, logp, reasoning in zip(observations, logps, reasonings, strict=True):
             if self.config.temperature == 0.0:
                 choice = int(np.argmax(logp))
             else:
@@ -248,7 +308,10 @@ class MLXPlayer(Player):
                 u = np.random.default_rng(observation.sample_key).random()
                 cumulative = np.cumsum(np.exp(logp))
                 choice = min(int(np.searchsorted(cumulative, u * cumulative[-1], side="right")), len(logp) - 1)
-            decisions.append(Decision(observation.legal_actions[choice], float(logp[choice]), self.model_id))
+            decision = Decision(observation.legal_actions[choice], float(logp[choice]), self.model_id)
+            if reasoning is not None:
+                decision = replace(decision, reasoning=reasoning.text, reasoning_tokens=reasoning.ids)
+            decisions.append(decision)
         return decisions
 
     @property
@@ -256,6 +319,13 @@ class MLXPlayer(Player):
         return f"mlx:{self.path.name}"
 
     def pin(self) -> dict[str, Any]:
+        pin = self._model_pin()
+        if self.config.think is not None:
+            # The reasoning budget in plain sight on every score card (it is also inside config_hash).
+            pin["think"] = {"max_tokens": self.config.think.max_tokens, "temperature": self.config.think.temperature}
+        return pin
+
+    def _model_pin(self) -> dict[str, Any]:
         config = as_dict(self.config)
         base = _named_base(self.path)
         if base is not None:

@@ -12,7 +12,7 @@ from typing import Any
 from arena.core.config import require, require_choice
 from arena.core.seeds import as_seed_range
 from arena.games.variants import PUZZLE_KINDS, check_game_id, game_label
-from arena.players.config import MLXPlayerConfig, sampling_config
+from arena.players.config import MLXPlayerConfig, refuse_think, sampling_config, think_field
 from arena.players.specs import EPS_ORACLE_FORM, SCRIPTED_NAMES, is_scripted
 
 QUANTS = {"none": None, "q8": 8, "q4": 4}
@@ -97,6 +97,7 @@ class SelfPlayConfig:
     temperature: float = 1.0
     enable_thinking: bool = False
     max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
+    think: Mapping[str, Any] = think_field()  # the local player's reasoning (players.config.ThinkConfig; {}: none)
     memo_prompts: int = 0
 
     def __post_init__(self) -> None:
@@ -119,6 +120,7 @@ class SelfPlayConfig:
                 "must be >= 0 (distinct prompts whose scored policy a rollout player keeps; 0: no memo)")
         require(self.group_size >= 2 and self.group_size % 2 == 0, "selfplay.group_size", self.group_size,
                 "must be an even number >= 2 (each deal is played from both seats)")
+        refuse_think("selfplay", self.think)
         sampling_config(self)
         require(self.temperature > 0, "selfplay.temperature", self.temperature,
                 "must be > 0: GRPO needs sampled moves and their log-probabilities")
@@ -275,6 +277,7 @@ class RestConfig:
     view: str = "compact"
     enable_thinking: bool = False
     max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
+    think: Mapping[str, Any] = think_field()  # the local player's reasoning (players.config.ThinkConfig; {}: none)
     replay_games: int = 1024
     keep_forfeit_wins: bool = False
     init: str = "base"
@@ -293,6 +296,7 @@ class RestConfig:
         require(self.seeds_per_round >= 1, "rest.seeds_per_round", self.seeds_per_round, "must be >= 1")
         require(self.temperature > 0, "rest.temperature", self.temperature,
                 "must be > 0: ReST samples the model's own moves (0 would replay one line per deal)")
+        refuse_think("rest", self.think)
         sampling_config(self)
         require(self.replay_games >= 0, "rest.replay_games", self.replay_games, "must be >= 0 (0 disables replay)")
         require_choice("rest.init", self.init, INITS)
@@ -362,6 +366,7 @@ class LspConfig:
     view: str = "compact"
     enable_thinking: bool = False
     max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
+    think: Mapping[str, Any] = think_field()  # the local player's reasoning (players.config.ThinkConfig; {}: none)
     benchmark_seeds: tuple[int, ...] = (9_100_000, 9_101_000)
     seed: int = 0
 
@@ -380,6 +385,7 @@ class LspConfig:
         require_choice("lsp.challenger", self.challenger, CHALLENGERS)
         require(self.temperature > 0, "lsp.temperature", self.temperature,
                 "must be > 0: proposals and answers are sampled")
+        refuse_think("lsp", self.think)
         sampling_config(self)
         as_seed_range(self.benchmark_seeds, "lsp.benchmark_seeds")
 

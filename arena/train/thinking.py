@@ -1,0 +1,190 @@
+"""Thinking self-play training: GRPO over whole replies (reasoning and move) with role baselines and per-token KL.
+
+A thinking player's reply at a decision is its reasoning tokens, the answer prefix and the move. Its log-probability
+is the sum of the reasoning tokens' log-probabilities under the model plus the move's masked, tempered log-softmax
+over the legal actions scored after the reasoning (what the player sampled from). The advantage is the seat's reward
+minus a role-conditioned baseline (SPIRAL's RAE: a running mean per (game, seat), updated after it is used), and a
+per-token KL to the reference (k3, over the reasoning tokens and the move) keeps the reasoning near the reference's.
+One step per batch of fresh replies: on-policy, so PPO's ratio is 1 and its clip never binds; the loss is REINFORCE
+with the role baseline plus the KL term.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import mlx.core as mx
+import numpy as np
+
+from arena.games.base import Observation
+from arena.players.mlx import MLXPlayer
+from arena.players.thinking import Reasoning
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One decision's whole reply: the tokens it is scored after, its reasoning's length, the legal actions' tokens,
+    the move, the seat's reward and its role (game, seat)."""
+
+    context: tuple[int, ...]          # prompt + reasoning + answer prefix
+    reasoning: tuple[int, int]        # [start, end) of the reasoning tokens in ``context``
+    actions: tuple[tuple[int, ...], ...]
+    chosen: int
+    reward: float
+    role: tuple[str, int]
+
+
+def _observation(record: Mapping[str, Any], decision: Mapping[str, Any]) -> Observation:
+    return Observation(record["game_id"], decision["player"], decision["text"], decision["observation"],
+                       tuple(decision["legal"]), info_set=decision.get("info_set"))
+
+
+def replies(records: Iterable[Mapping[str, Any]], player: MLXPlayer) -> list[Reply]:
+    """Every reasoned decision of the finished games in ``records`` as a Reply (self-play: both seats learn)."""
+    out = []
+    for record in records:
+        if record["errored"]:
+            continue
+        for decision in record["decisions"]:
+            if decision.get("reasoning_tokens") is None:
+                continue
+            observation = _observation(record, decision)
+            prompt = player.think_prompts.prompt_ids(observation)
+            tokens = tuple(decision["reasoning_tokens"])
+            finished = player.think_prompts.finish(list(tokens))
+            reasoning = Reasoning(tokens, decision["reasoning"], finished.prefix)
+            seat = decision["player"]
+            out.append(Reply(player.thought_prompt(observation, reasoning), (len(prompt), len(prompt) + len(tokens)),
+                             tuple(player.reply_prompts.action_ids(a) for a in observation.legal_actions),
+                             observation.legal_actions.index(decision["action"]), float(record["rewards"][seat]),
+                             (record["game_id"], seat)))
+    return out
+
+
+@dataclass
+class RoleBaseline:
+    """SPIRAL's role-conditioned advantage estimation: a running mean reward per (game, seat)."""
+
+    decay: float = 0.95
+    means: dict[tuple[str, int], float] = field(default_factory=dict)
+
+    def advantages(self, batch: Sequence[Reply]) -> np.ndarray:
+        """Each reply's reward minus its role's baseline (as it stood before this batch); then the means move."""
+        out = np.array([r.reward - self.means.get(r.role, 0.0) for r in batch], dtype=np.float64)
+        for role in dict.fromkeys(r.role for r in batch):
+            rewards = [r.reward for r in batch if r.role == role]
+            old = self.means.get(role, 0.0)
+            self.means[role] = self.decay * old + (1.0 - self.decay) * float(np.mean(rewards))
+        return out
+
+
+def _token_logps(model: Any, rows: Sequence[Sequence[int]]) -> mx.array:
+    """log p(token t | tokens < t) for t >= 1 of each row, [rows, width - 1] (right-padded rows; pad scored 0)."""
+    width = max(len(r) for r in rows)
+    ids = mx.array([list(r) + [0] * (width - len(r)) for r in rows], dtype=mx.int32)
+    logits = model(ids[:, :-1]).astype(mx.float32)
+    logp = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
+    return mx.take_along_axis(logp, ids[:, 1:, None], axis=-1)[..., 0]
+
+
+def reply_logps(model: Any, reply: Reply, temperature: float) -> mx.array:
+    """The reply's per-token log-probabilities: each reasoning token's, then the move's masked, tempered one."""
+    rows = [reply.context + action for action in reply.actions]
+    logp = _token_logps(model, rows)
+    start, end = reply.reasoning
+    reasoning = logp[0, start - 1:end - 1]
+    n = len(reply.context)
+    action_ll = mx.stack([logp[i, n - 1:n - 1 + len(a)].sum() for i, a in enumerate(reply.actions)])
+    scaled = action_ll / (temperature or 1.0)
+    move = scaled[reply.chosen] - mx.logsumexp(scaled)
+    return mx.concatenate([reasoning, move[None]])
+
+
+def thinking_loss(model: Any, batch: Sequence[Reply], advantages: np.ndarray, reference: Sequence[mx.array],
+                  beta: float, temperature: float) -> mx.array:
+    """Mean over replies of -advantage x the reply's log-probability + beta x its mean per-token k3 KL."""
+    total = mx.array(0.0)
+    for reply, advantage, ref in zip(batch, advantages, reference, strict=True):
+        new = reply_logps(model, reply, temperature)
+        kl = mx.exp(ref - new) - (ref - new) - 1.0
+        total = total - float(advantage) * new.sum() + beta * kl.mean()
+    return total / len(batch)
+
+
+def thinking_step(model: Any, optimizer: Any, batch: Sequence[Reply], baseline: RoleBaseline,
+                  reference: Sequence[mx.array], beta: float = 0.04, temperature: float = 1.0) -> float:
+    """One GRPO step over ``batch``'s whole replies (the reference's per-token log-probabilities given); the loss."""
+    import mlx.nn as nn
+
+    advantages = baseline.advantages(batch)
+    loss_and_grad = nn.value_and_grad(model, lambda m: thinking_loss(m, batch, advantages, reference, beta,
+                                                                     temperature))
+    loss, grads = loss_and_grad(model)
+    optimizer.update(model, grads)
+    mx.eval(model.parameters(), optimizer.state, loss)
+    return float(loss)
+
+
+def reference_logps(model: Any, batch: Sequence[Reply], temperature: float = 1.0) -> list[mx.array]:
+    """Each reply's per-token log-probabilities under ``model`` as it is now (the reference), evaluated."""
+    out = [mx.stop_gradient(reply_logps(model, r, temperature)) for r in batch]
+    mx.eval(out)
+    return out
+
+
+def winning(batch: Sequence[Reply]) -> list[Reply]:
+    """ReST's verified win set for thinking players: the whole replies (reasoning and move) of seats that won."""
+    return [reply for reply in batch if reply.reward > 0]
+
+
+def rest_step(model: Any, optimizer: Any, batch: Sequence[Reply], temperature: float = 1.0) -> float:
+    """One SFT step on whole winning replies: the mean negative log-probability of reasoning tokens and move."""
+    import mlx.nn as nn
+
+    def loss_fn(m: Any) -> mx.array:
+        return -mx.stack([reply_logps(m, reply, temperature).sum() for reply in batch]).mean()
+
+    loss, grads = nn.value_and_grad(model, loss_fn)(model)
+    optimizer.update(model, grads)
+    mx.eval(model.parameters(), optimizer.state, loss)
+    return float(loss)
+
+
+# ----------------------------------------------------------------------------------------------- round statistics
+
+
+def last_named_move(reasoning: str, legal: Sequence[str]) -> str | None:
+    """The legal action the reasoning names last (``[bet]`` or the bare word ``bet``), None when it names none."""
+    best, where = None, -1
+    for action in legal:
+        bare = action.strip("[]")
+        for pattern in (re.escape(action), r"\b" + re.escape(bare) + r"\b"):
+            for match in re.finditer(pattern, reasoning, flags=re.IGNORECASE):
+                if match.start() > where:
+                    best, where = action, match.start()
+    return best
+
+
+def reasoning_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, float | None]:
+    """A thinking round's statistics: reasoning length (tokens) mean and spread, how often the reasoning names a
+    legal move, and how often its last named move differs from the move played (of those that name one)."""
+    lengths, named, differs = [], 0, 0
+    for record in records:
+        for decision in record["decisions"]:
+            if decision.get("reasoning") is None:
+                continue
+            lengths.append(len(decision["reasoning_tokens"]))
+            last = last_named_move(decision["reasoning"], decision["legal"])
+            named += last is not None
+            differs += last is not None and last != decision["action"]
+    if not lengths:
+        return {}
+    return {"reasoning_tokens_mean": float(np.mean(lengths)),
+            "reasoning_tokens_std": float(statistics.pstdev(lengths)),
+            "reasoning_decisions": float(len(lengths)),
+            "names_a_move_rate": named / len(lengths),
+            "last_named_differs_rate": differs / named if named else None}
