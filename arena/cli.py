@@ -11,6 +11,7 @@ import click
 import arena
 from arena.cli_checks import check_artifacts, replay
 from arena.cli_traces import import_traces
+from arena.cli_view import mlx_dirs, resolve_view, view_option
 from arena.core.blas import ensure_fast_blas
 from arena.core.errors import ArenaError, disk_full, is_disk_full
 
@@ -103,7 +104,7 @@ def _frontier_config(params: str | None) -> FrontierConfig:
 @click.option("--seed", default=0, show_default=True, type=int, help="first deal seed; each deal is played twice")
 @click.option("--variant", multiple=True, help="game variant key=value (repeatable)")
 @click.option("--temperature", default=1.0, show_default=True, type=float, help="MLX players' sampling temperature")
-@click.option("--view", default="compact", show_default=True, type=click.Choice(["compact", "full"]))
+@view_option
 @_thinking
 @click.option("--params", type=click.Path(dir_okay=False),
               help="params file whose frontier: section configures openai: players [default: params.yaml if present]")
@@ -127,6 +128,7 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, params
     get_spec(game)
     if games < 1:
         raise ArenaError(f"--games {games} must be >= 1")
+    view = resolve_view(view, mlx_dirs(p0, p1))
     mlx_config = MLXPlayerConfig(view=view, temperature=temperature, enable_thinking=thinking)
     configs = PlayerConfigs(mlx_config, _frontier_config(params))
     players = (configs.make(p0), configs.make(p1))
@@ -151,7 +153,7 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, params
 @main.command()
 @click.argument("game")
 @click.option("--model", "model_dir", required=True, type=click.Path(), help="an mlx-lm model directory")
-@click.option("--view", default="compact", show_default=True, type=click.Choice(["compact", "full"]))
+@view_option
 @click.option("--seed", default=0, show_default=True, type=int, help="deal seed of the game shown")
 @click.option("--variant", multiple=True, help="game variant key=value (repeatable)")
 @_thinking
@@ -162,7 +164,7 @@ def prompt(game, model_dir, view, seed, variant, thinking) -> None:
     from arena.players.prompts import first_observation, prompt_report
 
     observation = first_observation(game, seed, _variant(variant))
-    click.echo(prompt_report(load_tokenizer(model_dir), observation, view, thinking))
+    click.echo(prompt_report(load_tokenizer(model_dir), observation, resolve_view(view, [model_dir]), thinking))
 
 
 @main.command()
@@ -210,7 +212,7 @@ def leaderboard(archives, as_json) -> None:
 @main.command("kuhn-policy")
 @click.argument("model_dir", type=click.Path())
 @click.option("--temperature", default=1.0, show_default=True, type=float)
-@click.option("--view", default="compact", show_default=True, type=click.Choice(["compact", "full"]))
+@view_option
 @_thinking
 @click.option("--json", "as_json", is_flag=True, help="print JSON only (info set -> P(bet or call))")
 def kuhn_policy(model_dir, temperature, view, thinking, as_json) -> None:
@@ -220,7 +222,7 @@ def kuhn_policy(model_dir, temperature, view, thinking, as_json) -> None:
     from arena.players.mlx import MLXPlayer
     from arena.players.policy import model_policy
 
-    config = MLXPlayerConfig(view=view, temperature=temperature, enable_thinking=thinking)
+    config = MLXPlayerConfig(view=resolve_view(view, [model_dir]), temperature=temperature, enable_thinking=thinking)
     policy = model_policy(MLXPlayer(model_dir, config))
     click.echo(json.dumps(policy, indent=2))
     if not as_json:
@@ -232,7 +234,7 @@ def kuhn_policy(model_dir, temperature, view, thinking, as_json) -> None:
 @click.option("--game", default="kuhn", show_default=True, type=click.Choice(["kuhn", "leduc"]),
               help="a game with exact theory")
 @click.option("--temperature", default=1.0, show_default=True, type=float)
-@click.option("--view", default="compact", show_default=True, type=click.Choice(["compact", "full"]))
+@view_option
 @_thinking
 @click.option("--json", "as_json", is_flag=True, help="print the table as JSON (what `arena exploitability` reads)")
 def policy(model_dir, game, temperature, view, thinking, as_json) -> None:
@@ -245,7 +247,7 @@ def policy(model_dir, game, temperature, view, thinking, as_json) -> None:
     from arena.players.mlx import MLXPlayer
     from arena.players.policy import exact_policy
 
-    config = MLXPlayerConfig(view=view, temperature=temperature, enable_thinking=thinking)
+    config = MLXPlayerConfig(view=resolve_view(view, [model_dir]), temperature=temperature, enable_thinking=thinking)
     table = exact_policy(MLXPlayer(model_dir, config), game)
     if as_json:
         click.echo(json.dumps(table, indent=2))
@@ -261,7 +263,7 @@ def policy(model_dir, game, temperature, view, thinking, as_json) -> None:
 @click.argument("model_dir", type=click.Path())
 @click.option("--game", required=True, type=click.Choice(["kuhn", "leduc", "tictactoe", "nim"]))
 @click.option("--variant", multiple=True, help="game variant key=value (repeatable), e.g. piles=[3,4,5]")
-@click.option("--view", default="compact", show_default=True, type=click.Choice(["compact", "full"]))
+@view_option
 @_thinking
 def exact(model_dir, game, variant, view, thinking) -> None:
     """Print MODEL_DIR's exact skill measures on GAME as JSON, as each round's evaluation records them.
@@ -273,7 +275,7 @@ def exact(model_dir, game, variant, view, thinking) -> None:
     from arena.players.config import MLXPlayerConfig
     from arena.players.mlx import MLXPlayer
 
-    config = MLXPlayerConfig(view=view, enable_thinking=thinking)
+    config = MLXPlayerConfig(view=resolve_view(view, [model_dir]), enable_thinking=thinking)
     metrics = exact_metrics(MLXPlayer(model_dir, config), game, _variant(variant))
     metrics.pop("policy", None)
     click.echo(json.dumps(metrics, indent=2, sort_keys=True))

@@ -183,8 +183,24 @@ def test_host_linear_equals_mlx_and_the_swap_is_scoped(bias, monkeypatch):
         assert isinstance(model.layers[1].mlp.down_proj, hostmath.HostLinear)
     assert [model.layers[0].self_attn.q_proj, model.layers[1].mlp.down_proj] == before
     quantized = tiny_model("qwen3", seed=0, quantize=True)
-    with hostmath.host_kernels(quantized):  # a quantized projection stays MLX's
+    with hostmath.host_kernels(quantized):  # a quantized projection runs on its float32 copy
+        assert isinstance(quantized.layers[0].self_attn.q_proj, hostmath.HostLinear)
+    monkeypatch.setattr(hostmath, "HOST_DEQUANT_BYTES", 0)
+    with hostmath.host_kernels(quantized):  # unless the copies would not fit: then it stays MLX's
         assert isinstance(quantized.layers[0].self_attn.q_proj, nn.QuantizedLinear)
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_a_float16_scaled_quantised_linear_on_the_host_equals_mlx(bits):
+    # As MLX reads a GGUF (SmolLM2's): packed weights, float16 scales and biases, group size 32.
+    linear = nn.Linear(576, 64, bias=False)
+    linear.weight = (0.05 * mx.random.normal((64, 576), key=mx.random.key(2))).astype(mx.float16)
+    quantized = nn.QuantizedLinear.from_linear(linear, group_size=32, bits=bits)
+    assert quantized.scales.dtype == mx.float16
+    x = mx.array(np.random.default_rng(3).normal(size=(3, 5, 576)).astype(np.float32))
+    own = np.array(quantized(x))
+    np.testing.assert_allclose(np.array(hostmath.HostLinear(quantized)(x)), own, rtol=0,
+                               atol=1e-5 * np.abs(own).max())
 
 
 def test_a_forked_child_splits_work_over_threads_of_its_own(monkeypatch):

@@ -321,3 +321,28 @@ def test_tails_run_in_groups_score_as_full_rows(model_type, quantize, monkeypatc
     np.testing.assert_allclose(np.array(action_loglik(model, batch, grouped=True)),
                                np.array(reference_loglik(model, prompts, actions)), atol=1e-5, rtol=0)
 
+
+
+def _float16_scaled_head(bits: int) -> nn.Module:
+    """A tied embedding quantised the way MLX reads a GGUF: packed weights, float16 scales and biases."""
+    mx.random.seed(3)
+    embed = nn.Embedding(512, 576)
+    embed.weight = (0.05 * mx.random.normal((512, 576))).astype(mx.float16)
+    embed = nn.QuantizedEmbedding.from_embedding(embed, group_size=32, bits=bits)
+    assert embed.scales.dtype == mx.float16 and embed.biases.dtype == mx.float16
+    return embed
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_a_float16_scaled_quantised_heads_float_copy_applies_the_heads_own_arithmetic(bits):
+    # SmolLM2's GGUF head (8-bit, float16 scales) was dequantised into float16: logits off by 0.042, and the 4-bit
+    # model was refused. The quantised matmul computes in float32, so the float copy must be float32 too.
+    from arena.players.head import float_weight
+
+    head = _float16_scaled_head(bits)
+    x = 4.0 * mx.random.normal((8, 576), key=mx.random.key(1))
+    own = head.as_linear(x)
+    ours = x @ float_weight(head).T
+    gap = mx.abs(own - ours).max().item() / mx.abs(own).max().item()
+    assert gap < 1e-5, gap
+    assert float_weight(head).dtype == mx.float32

@@ -17,12 +17,17 @@ _FLOAT_HEADS: dict[int, tuple[mx.array, mx.array]] = {}  # id(head) -> (its pack
 def float_weight(head: Any) -> mx.array | None:
     """On the CPU, a quantised output head's dequantised weight (made once, kept while the packed weight is the same
     array), else None. MLX 0.32's CPU 4-bit matmul is ~25x slower than float BLAS for a 151,936-row head (100 rows:
-    10.2 s vs 0.40 s, max gap 4e-6); the copy costs vocab x hidden floats of memory."""
+    10.2 s vs 0.40 s, max gap 4e-6); the copy costs vocab x hidden floats of memory. Always float32, whatever the
+    scales' dtype: the quantised matmul computes ``scale * q + bias`` in float32, and a GGUF's float16 scales
+    dequantised into float16 round every weight to 11 bits (SmolLM2's logits moved by 0.042). The scales are cast
+    first: MLX 0.32's ``dequantize(..., dtype=float32)`` still rounds through the scales' dtype."""
     if mx.default_device() != mx.cpu or "scales" not in head or getattr(head, "mode", "affine") != "affine":
         return None
     cached = _FLOAT_HEADS.get(id(head))
     if cached is None or cached[0] is not head["weight"]:
-        weight = mx.dequantize(head["weight"], head["scales"], head.get("biases"), group_size=head.group_size,
+        biases = head.get("biases")
+        weight = mx.dequantize(head["weight"], head["scales"].astype(mx.float32),
+                               None if biases is None else biases.astype(mx.float32), group_size=head.group_size,
                                bits=head.bits)
         mx.eval(weight)
         cached = _FLOAT_HEADS[id(head)] = (head["weight"], weight)
@@ -72,7 +77,12 @@ def check_head(model: Any) -> None:
     zero = mx.zeros(1, mx.int32)
     ours = output_head(model)(model.model(ids, cache=[PrefixCache(zero, zero, padded=False) for _ in model.layers]))
     gap = mx.abs(full.astype(mx.float32) - ours.astype(mx.float32)).max().item()
-    if not math.isfinite(gap) or gap > 1e-3 * max(1.0, mx.abs(full).max().item()):
+    # Both sides multiply the same float32 weights (a quantised head's float copy is float32: float_weight), so they
+    # differ by summation order alone: 0 on SmolLM2's 49,152 x 576 8-bit head (logits up to 33), ~1e-6 of the largest
+    # logit for MLX's quantised matmul against float BLAS. 1e-4 of it leaves a 100x margin over that and refuses
+    # what changes the arithmetic (a logit scale or softcap; float16-rounded weights moved SmolLM2's logits by 0.042,
+    # 1.3e-3 of its largest).
+    if not math.isfinite(gap) or gap > 1e-4 * max(1.0, mx.abs(full).max().item()):
         raise ArenaError(f"model type {getattr(model, 'model_type', '?')} does not apply its output head as "
                          f"lm_head(model(x)) or embed_tokens.as_linear(model(x)) (max gap {gap:.3g}): "
                          "arena's head-only scoring would be wrong for it")

@@ -18,6 +18,7 @@ from mlx_lm.models.base import create_causal_mask
 
 from arena.core.blas import host_blas, sgemm
 from arena.players.fused import attend_with, layer_parts, swapped
+from arena.players.head import float_weight
 from arena.players.kvcache import children_wrapped
 
 # Above this vocabulary (a real model's), inference on the CPU takes its exps on the host. MLX 0.32's x86 CPU
@@ -37,6 +38,10 @@ EXP_FLOOR = -80.0
 # many). The pieces are fixed by the shapes and their partial results combined in one fixed order, so the thread
 # count never changes a bit.
 MAX_HOST_THREADS = 8
+# Most bytes of float32 copies of a quantised model's projections the host keeps (``float_weight``, made once per
+# weight): MLX 0.32's x86 quantised matmul is what a 4-bit model spends its time in (SmolLM2-135M q4, 16 Kuhn games
+# in the full view: 541 s quantised, 0.42 GB of copies make it float BLAS), but a 4B model's copies would take 16 GB.
+HOST_DEQUANT_BYTES = 2 << 30
 # Rows one piece of a projection or a SwiGLU takes (the last piece fewer); pieces are spread over the threads.
 # OpenBLAS's result for a row depends on where the row sits in its call's tiles, so the cut is fixed here, never
 # by the thread count.
@@ -238,11 +243,13 @@ _STAND_INS: dict[str, Callable[[Callable[..., mx.array]], Callable[..., mx.array
 
 
 class HostLinear(nn.Module):
-    """A float32 ``nn.Linear`` on the host: ``sgemm`` over fixed blocks of its input rows, spread over the threads."""
+    """A float32 ``nn.Linear`` (or a quantised one, through its float32 copy) on the host: ``sgemm`` over fixed blocks
+    of its input rows, spread over the threads."""
 
-    def __init__(self, linear: nn.Linear) -> None:
+    def __init__(self, linear: nn.Linear | nn.QuantizedLinear) -> None:
         super().__init__()
-        self.matrix = _host(linear.weight)  # numpy, so not a parameter: this stand-in is never trained
+        weight = float_weight(linear) if isinstance(linear, nn.QuantizedLinear) else linear.weight
+        self.matrix = _host(weight)  # numpy, so not a parameter: this stand-in is never trained
         self.shift = np.asarray(linear.bias, dtype=np.float32) if "bias" in linear else None
 
     def __call__(self, x: mx.array) -> mx.array:
@@ -264,10 +271,18 @@ LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 
 
 def host_linears(model: Any) -> contextlib.AbstractContextManager[None]:
-    """While inside, each float32 ``nn.Linear`` of the model's attention and MLP layers is a ``HostLinear``."""
-    return children_wrapped([(part, name) for part in layer_parts(model) for name in LINEAR_NAMES
-                             if type(part.get(name)) is nn.Linear and part[name].weight.dtype == mx.float32],
-                            HostLinear)
+    """While inside, each float32 ``nn.Linear`` of the model's attention and MLP layers is a ``HostLinear``, and so is
+    each affine-quantised one while their float32 copies fit ``HOST_DEQUANT_BYTES``."""
+    slots = [(part, name) for part in layer_parts(model) for name in LINEAR_NAMES]
+    quantised = [p[n] for p, n in slots if type(p.get(n)) is nn.QuantizedLinear and p[n].mode == "affine"]
+    copies = sum(4 * q.weight.shape[0] * q.scales.shape[-1] * q.group_size for q in quantised) <= HOST_DEQUANT_BYTES
+
+    def on_host(linear: Any) -> bool:
+        if type(linear) is nn.Linear:
+            return linear.weight.dtype == mx.float32
+        return copies and type(linear) is nn.QuantizedLinear and linear.mode == "affine"
+
+    return children_wrapped([(p, n) for p, n in slots if on_host(p.get(n))], HostLinear)
 
 
 @contextlib.contextmanager

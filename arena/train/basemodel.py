@@ -1,4 +1,4 @@
-"""The base model stage: build the embedded tiny qwen2 or the qwen3 stand-in, or resolve a local/hub one; quantise."""
+"""The base model stage: the embedded tiny qwen2, the qwen3 stand-in, a GGUF import, or a local/hub model; quantise."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from arena.core.artifacts import atomic_dir, atomic_write_json
 from arena.core.config import ConfigError, as_dict
 from arena.core.pins import PinError, model_pin, read_model_config, write_meta
 from arena.train.config import QUANTS, BaseConfig
+from arena.train.gguf import is_gguf_source
 from arena.train.memory import memory_note
 
 CHATML_TEMPLATE = (
@@ -178,6 +179,8 @@ def build_base(config: BaseConfig, out_dir: str | Path) -> dict[str, Any]:
         if config.source == "embedded":
             source = build_embedded(full, config)
             inputs = {"embedded_seed": str(config.seed)}
+        elif is_gguf_source(config.source):
+            source, inputs = _import_gguf(config, full)
         elif config.source == "standin":
             from arena.train.standin import build_standin
 
@@ -198,6 +201,20 @@ def build_base(config: BaseConfig, out_dir: str | Path) -> dict[str, Any]:
         meta = write_meta(tmp, inputs=inputs, config=as_dict(config), pin=model_pin(tmp))
     print(f"base: {memory_note(out_dir)}", file=sys.stderr)
     return meta
+
+
+def _import_gguf(config: BaseConfig, out: Path) -> tuple[Path, dict[str, str]]:
+    """``smollm2`` or ``gguf:PATH`` as an mlx-lm directory, its weights as shipped, pinned by the file's blake3."""
+    from arena.train.gguf import SMOLLM2, check_smollm2, gguf_file, import_gguf
+
+    path = gguf_file(config.source)
+    inputs = import_gguf(path, out)
+    if config.source == SMOLLM2:
+        check_smollm2(inputs)
+    if QUANTS[config.quant] is not None and "quantization" in read_model_config(out):
+        raise ConfigError(f"base.quant = {config.quant!r} with base.source = {config.source!r}: the GGUF is already "
+                          "quantised and is kept as shipped; set base.quant: none")
+    return out, inputs
 
 
 def _copy_model(source: Path, dest: Path) -> None:

