@@ -121,7 +121,7 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, params
     from arena.games.registry import get_spec
     from arena.play.match import duplicate_schedule, timed_match
     from arena.play.records import write_shard
-    from arena.play.stats import summarize_match
+    from arena.play.stats import all_errored, errored_line, summarize_match
     from arena.players.build import PlayerConfigs
     from arena.players.config import MLXPlayerConfig
 
@@ -136,10 +136,11 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, params
         raise ArenaError(f"--p0 and --p1 are both {p0!r}: give two different specs (e.g. mlx:PATH vs random)")
     schedule = duplicate_schedule(range(seed, seed + (games + 1) // 2), games)
     records, rate = timed_match(game, players, schedule, variant=_variant(variant), concurrency=concurrency)
-    summary = summarize_match(records, players[0].spec, players[1].spec)
-    summary["games_per_sec"] = round(rate, 2)
     if out:
         write_shard(out, records)
+    if line := errored_line(records, f"{game} ({players[0].spec} vs {players[1].spec})"):  # before the summary
+        click.echo(line, err=True)
+    summary = {**summarize_match(records, players[0].spec, players[1].spec), "games_per_sec": round(rate, 2)}
     if as_json:
         click.echo(json.dumps(summary, sort_keys=True))
     else:
@@ -148,6 +149,7 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, params
         from arena.report.table import render_match
 
         Console().print(render_match(summary, players[0].spec, players[1].spec))
+    sys.exit(1 if all_errored(records) else 0)  # every game errored: nothing was measured
 
 
 @main.command()

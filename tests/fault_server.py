@@ -109,6 +109,8 @@ class FaultServer:
     def __init__(self, default: Reply | None = None) -> None:
         self.default = default or Reply()
         self.models_status = 200
+        self.models_body: bytes | None = None  # set: GET /v1/models answers 200 with exactly these bytes
+        self.in_flight = self.max_in_flight = 0  # chat-completion requests being answered now, and at most at once
         self.requests: list[SeenRequest] = []
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -185,6 +187,8 @@ class FaultServer:
                 if server.models_status != 200:
                     error = {"error": {"message": f"bad key {self.headers.get('Authorization')}"}}
                     self._send(server.models_status, json.dumps(error).encode())
+                elif server.models_body is not None:
+                    self._send(200, server.models_body)
                 elif self.path.rstrip("/").endswith("/v1/models"):
                     served = server.default.model
                     if server.default.echo_auth:
@@ -202,7 +206,14 @@ class FaultServer:
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
                 server._record(SeenRequest("POST", self.path, body, self._headers(), time.monotonic()))
-                self._answer(server._next_reply(), body)
+                with server._lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._answer(server._next_reply(), body)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
 
             def _answer(self, reply: Reply, body: Any) -> None:
                 if reply.kind == "timeout":

@@ -76,3 +76,18 @@ def test_kuhn_policy_and_exploitability(base_model_dir, tmp_path):
     path.write_text(json.dumps(policy))
     report = json.loads(_invoke("exploitability", path).stdout)
     assert 0.0 < report["exploitability"] < 1.0
+
+
+def test_play_whose_games_all_error_says_why_in_one_line(base_model_dir, monkeypatch):
+    from arena.players.mlx import MLXPlayer
+
+    def act_batch(self, observations):
+        raise KeyError((34, 1))
+
+    monkeypatch.setattr(MLXPlayer, "act_batch", act_batch)
+    result = _invoke("play", "kuhn", "--p0", f"mlx:{base_model_dir}", "--p1", "random", "--games", 4, "--json")
+    assert result.exit_code == 1, result.output
+    assert json.loads(result.stdout)["errored"] == 4  # the summary is still printed
+    assert result.stderr.endswith(f"\nerror: all 4 games of kuhn (mlx:{base_model_dir} vs random) errored; the first "
+                             "(seed 0): KeyError: (34, 1)\n")
+    assert "Traceback" not in result.output and "ZeroDivision" not in result.output

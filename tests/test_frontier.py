@@ -395,6 +395,16 @@ def test_check_endpoint(server):
     assert player.stats.checks == 3 and player.stats.calls == 0
 
 
+@pytest.mark.parametrize("body", [b"", b"{}", b'{"data": null}', b"[]", b"<html>"])
+def test_check_endpoint_on_an_answer_that_is_no_model_list_is_one_line(server, body):
+    server.models_body = body  # mlx_lm.server without an HF_HUB_CACHE folder: an empty 200
+    player = FrontierPlayer("m", server.base_url, FAST)
+    with pytest.raises(FrontierError, match=r"/v1/models did not answer with a model list: check BASE_URL .*"
+                                            r"HF_HUB_CACHE") as raised:
+        player.check_endpoint()
+    assert "\n" not in str(raised.value) and raised.value.__cause__ is None
+
+
 # ---------------------------------------------------------------- secrets
 
 
@@ -545,3 +555,62 @@ def test_real_openai_compatible_server(mlx_server, base_model_dir):
     fresh = [capped.act(observation(key=k)) for k in (50, 51)]
     assert fresh[0].error is None and fresh[1].error == "call cap reached (max_calls=1)"
     assert capped.stats.calls == 1
+
+
+def test_arena_play_against_an_empty_model_list_is_one_line(server):
+    from click.testing import CliRunner
+
+    from arena.cli import main
+
+    server.models_body = b""
+    result = CliRunner().invoke(main, ["play", "kuhn", "--p0", f"openai:m@{server.base_url}", "--p1", "random",
+                                       "--games", "2"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output.strip().splitlines() == [
+        f"error: {server.base_url}/models did not answer with a model list: check BASE_URL (it usually ends in /v1); "
+        "an mlx_lm.server needs HF_HUB_CACHE to name an existing folder (docs/frontier.md)"]
+
+
+# ---------------------------------------------------------------- concurrency
+
+SLOW = Reply(kind="timeout", delay_s=0.3, template="{1}")  # answers after 0.3 s, with the second legal action
+
+
+def _kuhn_observations(n: int) -> list[Observation]:
+    return [observation(key=100 + k) for k in range(n)]
+
+
+def test_a_local_server_gets_one_request_at_a_time_by_default(server):
+    server.default = SLOW
+    player = FrontierPlayer("m", server.base_url, FrontierConfig(**{**FAST.__dict__, "timeout_s": 5.0}))
+    assert player.concurrency == 1
+    decisions = player.act_batch(_kuhn_observations(3))
+    assert server.max_in_flight == 1 and all(d.error is None and d.action for d in decisions)
+
+
+def test_a_remote_endpoint_defaults_to_a_few_and_the_setting_wins():
+    assert FrontierPlayer("m", "https://api.example.invalid/v1").concurrency == 4
+    assert FrontierPlayer("m", "http://127.0.0.1:8080/v1", FrontierConfig(concurrency=3)).concurrency == 3
+    with pytest.raises(ConfigError, match=r"frontier.concurrency = 0 is invalid"):
+        FrontierConfig(concurrency=0)
+
+
+def test_concurrency_caps_requests_in_flight_and_keeps_the_order(server):
+    server.default = SLOW
+    config = FrontierConfig(**{**FAST.__dict__, "timeout_s": 5.0, "concurrency": 3})
+    player = FrontierPlayer("m", server.base_url, config)
+    observations = [observation(key=200 + k, compact=f"card: K\nhistory: {'p' * (k % 2)}\n") for k in range(8)]
+    decisions = player.act_batch(observations)
+    assert server.max_in_flight == 3 and player.stats.calls == 8 == server.completions_seen()
+    assert all(d.error is None and d.action for d in decisions)
+    one_by_one = FrontierPlayer("m", server.base_url, FrontierConfig(**{**config.__dict__, "concurrency": 1}))
+    assert one_by_one.act_batch(observations) == decisions and one_by_one.stats.cache_hits == 8
+
+
+def test_concurrency_never_changes_who_meets_the_call_cap(server):
+    config = FrontierConfig(**{**FAST.__dict__, "max_calls": 7, "max_retries": 1, "concurrency": 4})
+    server.script(Reply(kind="status", status=500), *[Reply()] * 20)  # the first request fails once, then retried
+    capped = FrontierPlayer("m", server.base_url, config).act_batch(_kuhn_observations(8))
+    errors = [d.error for d in capped]
+    # One at a time: decision 0 takes 2 attempts, decisions 1..5 one each (7 calls), 6 and 7 meet the cap.
+    assert errors[:6] == [None] * 6 and errors[6:] == ["call cap reached (max_calls=7)"] * 2

@@ -114,7 +114,8 @@ def test_arena_play_uses_the_frontier_section_of_params(tmp_path):
     params.write_text(yaml.safe_dump({"frontier": FRONTIER}))
     with FaultServer(Reply(content="[check]")) as server:
         result = _play("--p0", f"openai:m@{server.base_url}", "--params", str(params))
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == 1, result.output  # every game ran into the cap: nothing measured
+        assert "error: all 4 games of kuhn" in result.stderr and "call cap reached (max_calls=1)" in result.stderr
         _assert_params_reached_the_server(server)
     summary = json.loads(result.output.strip().splitlines()[-1])
     assert summary["errored"] >= 3  # one call for all four games: the rest ran into the cap
@@ -125,7 +126,7 @@ def test_arena_play_reads_params_yaml_in_the_working_directory(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     with FaultServer(Reply(content="[check]")) as server:
         result = _play("--p0", f"openai:m@{server.base_url}")
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == 1, result.output  # every game ran into the cap (max_calls: 1)
         _assert_params_reached_the_server(server)
 
 

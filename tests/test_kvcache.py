@@ -41,6 +41,25 @@ def test_reusing_the_previous_turn_equals_scoring_from_scratch(model, request):
     assert not player.turns.entries and player.turns.bytes == 0
 
 
+def test_a_pass_never_plans_on_an_entry_an_earlier_pass_of_the_call_evicted(standin_dir):
+    """4 Liar's Dice games in lockstep over passes of 2,600 tokens: a call's first pass stores its prompts and evicts
+    the entry a later pass had planned to reuse (was: KeyError (4, 0) at the third turn; 64 games of the qwen3-4b
+    preset at 8,192 tokens: KeyError (34, 1) in every evaluation game)."""
+    from arena.players.config import MLXPlayerConfig
+    from arena.players.mlx import MLXPlayer
+
+    player = MLXPlayer(standin_dir, MLXPlayerConfig(view="full", max_batch_tokens=2600))
+    games = [_game_turns("liarsdice", seed, 4) for seed in range(4)]
+    for step in range(max(map(len, games))):
+        batch = [g[step] for g in games if step < len(g)]
+        assert len(list(player.scoring_passes(batch))) > 1
+        reused = player._log_policy(batch)
+        fresh = player._log_policy([replace(o, stream=0) for o in batch])
+        for a, b in zip(reused, fresh, strict=True):
+            np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+    assert player.turns.hits > 0
+
+
 def _kv(tokens: int):
     return mx.zeros((2, 1, tokens, 2))
 

@@ -48,3 +48,27 @@ def test_sampled_chips_agree_with_the_exact_value_within_the_interval(base_model
         assert row["chips_low"] <= row["exact_chips_per_hand"] <= row["chips_high"], (opponent, row)
     assert result["kuhn[rounds=5]_vs_first"]["exact_chips_per_hand"] != result["kuhn[rounds=5]_vs_oracle"][
         "exact_chips_per_hand"]
+
+
+def _always_failing(monkeypatch):
+    from arena.players.mlx import MLXPlayer
+
+    def act_batch(self, observations):
+        raise KeyError((34, 1))
+
+    monkeypatch.setattr(MLXPlayer, "act_batch", act_batch)
+
+
+def test_a_round_whose_games_all_error_stops_with_the_count_and_first_reason(base_model_dir, tmp_path, monkeypatch):
+    from arena.core.errors import ArenaError
+
+    _always_failing(monkeypatch)
+    eval_config = EvalConfig.from_dict({"games": [{"id": "kuhn", "variant": {"rounds": 5}}],
+                                        "seeds": [9_000_000, 9_000_400]})
+    config = RoundEvalConfig(opponents=("random",), games=4)
+    with pytest.raises(ArenaError, match=r"^round 3 evaluation: all 4 games of kuhn\[rounds=5\] vs random errored; "
+                                         r"the first \(seed 9000000\): KeyError: \(34, 1\)$"):
+        evaluate_round(base_model_dir, None, 3, config, eval_config, SeedsConfig().reserved(), tmp_path / "r3.json")
+    assert not (tmp_path / "r3.json").exists()
+    with pytest.raises(ValueError, match="at least one value"):
+        mean_interval([])

@@ -10,6 +10,7 @@ from typing import Any
 
 from arena.core.artifacts import atomic_write_json
 from arena.core.config import require
+from arena.core.errors import ArenaError
 from arena.core.seeds import check_seed_ranges
 from arena.eval.config import EvalConfig, GameEntry, RoundEvalConfig
 from arena.eval.exact import exact_metrics
@@ -17,7 +18,7 @@ from arena.games.kuhn_theory import chips_per_hand, exploitability
 from arena.games.variants import evaluation_variant
 from arena.play.distributed import Match, PlayerPool, Seat, play_matches
 from arena.play.match import duplicate_schedule
-from arena.play.stats import summarize_match
+from arena.play.stats import all_errored, errored_note, summarize_match
 from arena.players.build import PlayerConfigs
 from arena.players.config import sampling_config
 from arena.players.policy import scripted_kuhn_policy
@@ -37,6 +38,8 @@ def deal_chips(records: Sequence[Mapping[str, Any]], spec: str) -> list[float]:
 def mean_interval(values: Sequence[float], z: float = 1.96) -> tuple[float, float, float]:
     """Mean and its normal-approximation 95% interval (the deals are independent; a deal's two seats are not)."""
     n = len(values)
+    if n == 0:
+        raise ValueError("mean_interval needs at least one value (every game errored?)")
     mean = sum(values) / n
     spread = math.sqrt(sum((v - mean) ** 2 for v in values) / max(n - 1, 1) / n)
     return mean, mean - z * spread, mean + z * spread
@@ -65,6 +68,14 @@ def _exact_columns(exact: Sequence[tuple[GameEntry, Mapping[str, Any]]]) -> dict
     if kuhn:
         columns["exploitability"] = kuhn[0]["exploitability"]
     return columns
+
+
+def _check_played(round_number: int, pairs: Sequence[tuple[GameEntry, str]],
+                  played: Sequence[Sequence[Mapping[str, Any]]]) -> None:
+    """Stop the round, in one line with the count and the first reason, when any match's games all errored."""
+    for (game, spec), records in zip(pairs, played, strict=True):
+        if all_errored(records):
+            raise ArenaError(f"round {round_number} evaluation: {errored_note(records, f'{game.label} vs {spec}')}")
 
 
 def round_games(eval_games: Sequence[GameEntry],
@@ -104,6 +115,7 @@ def evaluate_round(snapshot: str | Path, pool_file: str | Path | None, round_num
     pairs = [(game, spec) for game in games for spec in config.opponents]
     played = play_matches([Match(game.game_id, (seat, Seat(spec)), schedule, game.variant) for game, spec in pairs],
                           pool)
+    _check_played(round_number, pairs, played)
     for (game, spec), records in zip(pairs, played, strict=True):
         row = _headline(summarize_match(records, player.spec, spec))
         if game.game_id == "kuhn":

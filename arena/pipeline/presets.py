@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
-import shlex
+import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -41,14 +42,98 @@ def apply_preset(params: Mapping[str, Any], overrides: Mapping[str, Any]) -> dic
     return out
 
 
-def _flag_value(value: Any) -> str:
-    """A value as ``dvc exp run -S`` parses it (YAML): strings bare, everything else as JSON."""
-    return value if isinstance(value, str) else json.dumps(value)
+# Characters a bare string may hold in Hydra's override grammar (what `dvc exp run -S` parses) and in a shell word
+# that `$(...)` splits: letters, digits and ``_ - . / + @ %`` (then ``:``); anything else is written Hydra-quoted.
+_BARE = re.compile(r"[A-Za-z0-9_./+@%-][A-Za-z0-9_./+@%:-]*")
 
 
-def dvc_flags(overrides: Mapping[str, Any]) -> str:
-    """``-S key=value`` for each override, shell-quoted, on one line."""
-    return " ".join(f"-S {shlex.quote(f'{key}={_flag_value(value)}')}" for key, value in overrides.items())
+def _hydra_string(text: str) -> str:
+    """A string as Hydra's grammar reads it back: bare where that parses to the same string, else single-quoted."""
+    if _BARE.fullmatch(text):
+        try:
+            if _parsed(f"k={text}") == text:
+                return text
+        except ConfigError:
+            pass
+    escaped = re.sub(r"(\\+)$", lambda m: m.group(1) * 2, text.replace("'", "\\'"))
+    return f"'{escaped}'"
+
+
+def _hydra_value(value: Any) -> str:
+    """A value in Hydra's override grammar, with no shell quoting: ``$(arena preset ...)`` passes words as printed."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return _hydra_string(value)
+    if isinstance(value, list):
+        return "[" + ",".join(_hydra_value(item) for item in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{_hydra_string(str(k))}:{_hydra_value(v)}" for k, v in value.items()) + "}"
+    raise ConfigError(f"preset value {value!r} has type {type(value).__name__}; use a string, number, list or map")
+
+
+def _parsed(override: str) -> Any:
+    """The value Hydra's override parser (DVC's -S) reads from ``override``; a ConfigError if it does not parse."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ValueType
+    from hydra.errors import HydraException
+
+    try:
+        parsed = OverridesParser.create().parse_overrides([override])[0]
+    except HydraException as error:
+        raise ConfigError(f"-S {override} does not parse as a DVC override: {str(error).splitlines()[0]}") from None
+    if parsed.value_type != ValueType.ELEMENT:
+        raise ConfigError(f"-S {override} would be a DVC parameter sweep ({parsed.value_type.name}), not one value")
+    return parsed.value()
+
+
+def _expanded(value: Any) -> Any:
+    """``value`` with a string's leading ``~/`` expanded to the home directory (Hydra's grammar has no ``~``)."""
+    if isinstance(value, str) and value.startswith("~/"):
+        return os.path.expanduser(value)
+    if isinstance(value, list):
+        return [_expanded(item) for item in value]
+    if isinstance(value, Mapping):
+        return {k: _expanded(v) for k, v in value.items()}
+    return value
+
+
+def _present(params: Mapping[str, Any], dotted: str) -> bool:
+    node: Any = params
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def dvc_flag(key: str, value: Any, params: Mapping[str, Any]) -> str:
+    """``-S key=value`` as DVC's Hydra parser reads it, with no shell quoting and no whitespace (``$(...)`` splits
+    words on whitespace and never removes quotes). ``++key`` adds a key that ``params`` lacks; a map replaces the
+    one in ``params`` by ``-S ~key -S ++key={...}`` (a plain ``-S key={...}`` merges into it, and refuses new
+    keys). Checked by parsing it back; a value that cannot be written so is a ConfigError naming it."""
+    value = _expanded(value)
+    override = f"{key}={_hydra_value(value)}"
+    if any(char.isspace() for char in override):
+        raise ConfigError(f"preset key {key} = {value!r} holds whitespace, which the shell splits in "
+                          f"$(arena preset ...); set it in params.yaml, or pass -S \"{key}='...'\" by hand")
+    if _parsed(override) != value:
+        raise ConfigError(f"preset key {key} = {value!r} reads back from -S {override} as {_parsed(override)!r}; "
+                          "set it in params.yaml instead")
+    if not _present(params, key):
+        return f"-S ++{override}"
+    if isinstance(value, Mapping):
+        return f"-S ~{key} -S ++{override}"
+    return f"-S {override}"
+
+
+def dvc_flags(overrides: Mapping[str, Any], params: Mapping[str, Any]) -> str:
+    """The ``-S`` flags for ``overrides`` on one line, for ``dvc exp run -n NAME $(arena preset FILE)``."""
+    return " ".join(dvc_flag(key, value, params) for key, value in overrides.items())
 
 
 def checked_flags(preset: str | Path, params: Mapping[str, Any]) -> str:
@@ -58,4 +143,4 @@ def checked_flags(preset: str | Path, params: Mapping[str, Any]) -> str:
         validate_all(apply_preset(params, overrides))
     except ConfigError as error:
         raise ConfigError(f"params.yaml with preset {preset} is invalid: {error}") from None
-    return dvc_flags(overrides)
+    return dvc_flags(overrides, params)

@@ -73,6 +73,29 @@ def _rate_dict(successes: float, n: int) -> dict[str, float | None]:
     return {"rate": rate, "low": low, "high": high}
 
 
+def errored_note(records: Sequence[Mapping[str, Any]], what: str) -> str | None:
+    """One line naming how many of ``records`` errored and the first one's reason (schedule order), or None."""
+    errored = [r for r in records if r.get("errored")]
+    if not errored:
+        return None
+    first = errored[0]
+    reason = " ".join(str(first.get("error")).split())
+    reason = reason if len(reason) <= 300 else reason[:297] + "..."
+    count = f"all {len(records)}" if len(errored) == len(records) else f"{len(errored)} of {len(records)}"
+    return f"{count} games of {what} errored; the first (seed {first.get('seed')}): {reason}"
+
+
+def errored_line(records: Sequence[Mapping[str, Any]], what: str) -> str | None:
+    """``error: `` + ``errored_note`` when every game errored, ``warning: `` + it when some did, else None."""
+    note = errored_note(records, what)
+    return None if note is None else f"{'error' if all_errored(records) else 'warning'}: {note}"
+
+
+def all_errored(records: Sequence[Mapping[str, Any]]) -> bool:
+    """True when there are records and every one of them errored (no game to score)."""
+    return bool(records) and all(r.get("errored") for r in records)
+
+
 def summarize_outcomes(game_id: str, rows: Sequence[Mapping[str, Any]], p0_spec: str, p1_spec: str) -> dict[str, Any]:
     """The match summary for rows shaped like game records (``players``, ``rewards``, ``errored``, ...).
 

@@ -284,8 +284,10 @@ def pack_batches(prompts: Sequence[Sequence[int]], actions: Sequence[Sequence[Se
                  ) -> Iterator[tuple[int, int, ScoringBatch]]:
     """Consecutive decisions [start, end) in passes of at most ``max_tokens`` (see _Builder); yields each pass.
 
-    ``reuse[d]``: how many leading tokens of decision d's prompt the cross-turn store holds (0: none); a pass
-    counts those prompts at full length, so the split depends only on the decisions and the budget.
+    ``reuse[d]``: how many leading tokens of decision d's prompt the cross-turn store holds (0: none), read when d
+    is added, which for a later pass is after the caller resumed this generator (so after it scored and stored the
+    passes before); a pass counts those prompts at full length, so the split depends only on the decisions and the
+    budget.
     """
     builder, start = _Builder(), 0
     for index, (prompt, legal) in enumerate(zip(prompts, actions, strict=True)):

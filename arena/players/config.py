@@ -11,6 +11,13 @@ from arena.core.config import require, require_choice
 # An answer of at most MAX_MAX_TOKENS tokens is at most ~16 KiB of text; arena.players.frontier caps reply bodies.
 MAX_MAX_TOKENS = 4096
 FRONTIER_VIEWS = ("full", "compact")
+# Requests a frontier player keeps in flight when frontier.concurrency is unset. A local server (mlx_lm.server,
+# llama.cpp, Ollama) usually generates for one request at a time on the machine arena runs on: more in flight
+# only queue behind each other and spend the queue's wait out of each one's timeout_s. A hosted API serves
+# requests in parallel; 4 in flight at ~1 s each stays near 240 requests a minute, under common rate limits.
+LOCAL_CONCURRENCY = 1
+REMOTE_CONCURRENCY = 4
+MAX_CONCURRENCY = 64
 DEFAULT_SYSTEM_PROMPT = (
     "You are playing a two-player text game. Each turn you are shown the game so far and the list of "
     "legal actions. Reply with exactly one of the legal actions, copied verbatim including its square "
@@ -78,6 +85,9 @@ class FrontierConfig:
     final answer: its last ``<answer>...</answer>`` tag when it has one (a ``system_prompt`` that lets the
     model reason first can ask for it; the default asks for the bare action), else the last legal action
     it names. Reasoning needs a larger ``max_tokens``: a reply cut off before its answer is misread.
+    ``concurrency`` is how many requests one player has in flight at once (a match's games waiting on it are
+    asked together); unset, ``LOCAL_CONCURRENCY`` for a loopback BASE_URL and ``REMOTE_CONCURRENCY`` otherwise
+    (docs/frontier.md). Replies, records and call counts are the same at any value.
     """
 
     api_key_env: str = "OPENAI_API_KEY"
@@ -91,6 +101,7 @@ class FrontierConfig:
     seed: int = 0
     view: str = "full"
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    concurrency: int | None = None
 
     def __post_init__(self) -> None:
         require(bool(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env)), "frontier.api_key_env",
@@ -107,3 +118,6 @@ class FrontierConfig:
         require(self.seed >= 0, "frontier.seed", self.seed, "must be >= 0")
         require_choice("frontier.view", self.view, FRONTIER_VIEWS)
         require(bool(self.system_prompt.strip()), "frontier.system_prompt", self.system_prompt, "must not be empty")
+        require(self.concurrency is None or 1 <= self.concurrency <= MAX_CONCURRENCY, "frontier.concurrency",
+                self.concurrency, f"must be unset (1 for a local server, {REMOTE_CONCURRENCY} for a remote one) or "
+                f"in [1, {MAX_CONCURRENCY}]")

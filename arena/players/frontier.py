@@ -15,9 +15,11 @@ import email.utils
 import ipaddress
 import logging
 import os
+import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -28,7 +30,7 @@ import openai
 from arena.core.hashing import digest_config
 from arena.games.base import Observation
 from arena.players.base import Decision, Player
-from arena.players.config import FrontierConfig
+from arena.players.config import LOCAL_CONCURRENCY, REMOTE_CONCURRENCY, FrontierConfig
 from arena.players.frontier_cache import CACHE_FORMAT, ResponseCache
 from arena.players.frontier_reply import AttemptFailed, Reply, parse_action, parse_reply, scrub, scrub_reply
 from arena.players.specs import SPEC_PREFIX, FrontierError, check_model_name, normalise_base_url, parse_spec
@@ -128,6 +130,7 @@ class FrontierPlayer(Player):
         # An endpoint may echo the key back (in a reply's text, its model id, /models): every reply is scrubbed
         # of it where it enters arena (parse_reply, the cache's entries), so it never reaches disk or logs.
         self._secrets = (key,) if key != DUMMY_KEY else ()
+        self._lock = threading.Lock()  # stats, across the threads of one act_batch
         self._client = openai.OpenAI(
             api_key=key,
             base_url=self.base_url,
@@ -198,18 +201,47 @@ class FrontierPlayer(Player):
             "seed": seed,
         }
 
+    @property
+    def concurrency(self) -> int:
+        """Requests in flight at once: ``frontier.concurrency``, else by where the endpoint is (see config.py)."""
+        if self.config.concurrency is not None:
+            return self.config.concurrency
+        local = _is_loopback(urllib.parse.urlsplit(self.base_url).hostname or "")
+        return LOCAL_CONCURRENCY if local else REMOTE_CONCURRENCY
+
+    def act_batch(self, observations: Sequence[Observation]) -> list[Decision]:
+        """Each observation's decision, in order, up to ``concurrency`` requests in flight.
+
+        Decisions run together only in runs whose every attempt fits under ``max_calls`` (each counted at
+        ``max_retries + 1``), the rest one by one: each decision gets the attempts it would get asked in order,
+        so records, call counts and which decision meets the cap are those of asking one at a time.
+        """
+        out: list[Decision] = []
+        while len(out) < len(observations):
+            rest = observations[len(out):]
+            room = (self.config.max_calls - self.stats.calls) // (self.config.max_retries + 1)
+            run = min(room, len(rest))
+            if self.concurrency < 2 or run < 2:
+                out.append(self.act(rest[0]))
+                continue
+            with ThreadPoolExecutor(min(self.concurrency, run), thread_name_prefix="arena-frontier") as pool:
+                out.extend(pool.map(self.act, rest[:run]))
+        return out
+
     def act(self, observation: Observation) -> Decision:
         request = self.request(observation)
         key = digest_config(request)
         reply = self._cache.get(key, request)
         if reply is not None:
             reply = scrub_reply(reply, self._secrets)  # an entry written before replies were scrubbed
-            self.stats.cache_hits += 1
+            with self._lock:
+                self.stats.cache_hits += 1
         else:
             try:
                 reply = self._fetch(request)
             except AttemptFailed as failure:
-                self.stats.errors += 1
+                with self._lock:
+                    self.stats.errors += 1
                 return Decision(action="", error=failure.reason)
             try:
                 self._cache.put(key, request, reply)
@@ -234,12 +266,14 @@ class FrontierPlayer(Player):
         """Real attempts until one succeeds, a failure is not retryable, retries run out or the cap is hit."""
         failure: AttemptFailed | None = None
         for attempt in range(self.config.max_retries + 1):
-            if self.stats.calls >= self.config.max_calls:
+            with self._lock:
+                capped = self.stats.calls >= self.config.max_calls
+                self.stats.calls += not capped
+            if capped:
                 after = f" after {failure.reason}" if failure else ""
                 raise AttemptFailed(f"call cap reached (max_calls={self.config.max_calls}){after}", retryable=False)
             if failure is not None:
                 self._sleep(retry_delay(attempt - 1, failure.retry_after, self.config))
-            self.stats.calls += 1
             try:
                 return self._attempt(request)
             except AttemptFailed as error:
@@ -291,6 +325,7 @@ class FrontierPlayer(Player):
         self.stats.checks += 1
         try:
             page = self._client.models.list()
+            models = [scrub(str(model.id), self._secrets) for model in page.data]
         except openai.APIConnectionError as error:
             what = "timed out" if isinstance(error, openai.APITimeoutError) else "connection failed"
             raise FrontierError(
@@ -307,9 +342,15 @@ class FrontierPlayer(Player):
             raise FrontierError(
                 f"{url} answered HTTP {error.status_code}: check BASE_URL (it usually ends in /v1)"
             ) from None
-        except openai.OpenAIError:
-            raise FrontierError(f"{url} did not answer with a model list: check BASE_URL") from None
-        return [scrub(str(model.id), self._secrets) for model in page.data]
+        # Not JSON (ValueError: mlx_lm.server's empty body), or JSON of another shape (the client's parser fails).
+        except (openai.OpenAIError, ValueError, AttributeError, TypeError, KeyError):
+            raise FrontierError(f"{url} did not answer with a model list: {_LIST_FIX}") from None
+        return models
+
+
+# mlx_lm.server answers GET /models with an empty 200 when its Hugging Face cache folder does not exist.
+_LIST_FIX = ("check BASE_URL (it usually ends in /v1); an mlx_lm.server needs HF_HUB_CACHE to name an existing "
+             "folder (docs/frontier.md)")
 
 
 def redirect_refusal(status: int, headers: Any) -> str:

@@ -92,6 +92,23 @@ def load_tokenizer(path: str | Path) -> Any:
     return mlx_load_tokenizer(path, eos_token_ids=config.get("eos_token_id"))
 
 
+class _LiveReuse(Sequence[int]):
+    """Each decision's stored tokens (``TurnCache.reusable``) as of when its pass is built, which is after the passes
+    before it stored their prompts: one of them may have evicted the entry a stale plan would reuse (64 games over
+    several passes: ``KeyError`` on a stream). Where nothing was evicted, the same numbers as planned up front."""
+
+    def __init__(self, turns: TurnCache, streams: list, prompts: list[tuple[int, ...]]) -> None:
+        self.turns, self.streams, self.prompts = turns, streams, prompts
+
+    def __len__(self) -> int:
+        return len(self.prompts)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return self.turns.reusable(self.streams[index], self.prompts[index])
+
+
 class MLXPlayer(Player):
     """Scores every legal action's log-likelihood and samples from the softmax over legal actions only.
 
@@ -172,8 +189,8 @@ class MLXPlayer(Player):
             # Several passes: cut them from the decisions in order of their new tokens, so each pass's prompts pad to
             # similar lengths (Liar's Dice, full view, 64 games: 1.46 -> 1.58 games/s); one pass keeps its order.
             order.sort(key=lambda i: (len(prompts[i]) - reuse[i], i))
-            prompts, actions, streams, reuse = ([xs[i] for i in order] for xs in (prompts, actions, streams, reuse))
-            passes = self._passes(prompts, actions, reuse)
+            prompts, actions, streams = ([xs[i] for i in order] for xs in (prompts, actions, streams))
+            passes = self._passes(prompts, actions, _LiveReuse(self.turns, streams, prompts))
         elif first is not None:
             passes = iter([first])
         out: list[np.ndarray] = [np.empty(0)] * len(order)
@@ -183,7 +200,7 @@ class MLXPlayer(Player):
                 out[index] = logp
         return out
 
-    def _passes(self, prompts: list[tuple[int, ...]], actions: list, reuse: list[int] | None,
+    def _passes(self, prompts: list[tuple[int, ...]], actions: list, reuse: Sequence[int] | None,
                 max_tokens: int | None = None, key: str = "player.max_batch_tokens"):
         return pack_batches(prompts, actions, max_tokens or self.config.max_batch_tokens, self.shape.head_weight, key,
                             self.tokenizer.pad_token_id or 0, reuse)
