@@ -53,3 +53,12 @@ def test_copies_over_the_budget_stay_quantised(standin_q4_dir, monkeypatch):
     monkeypatch.setattr(floatcopy, "HOST_DEQUANT_BYTES", 0)
     assert float_projections(model) == 0
     assert any(type(m) is nn.QuantizedLinear for m in _projections(model))
+
+
+def test_a_rounds_q4_reference_reads_its_policy_through_float_projections(standin_q4_dir):
+    from arena.train.config import SelfPlayConfig
+    from arena.train.grpo.step import reference_player
+
+    ref = reference_player(standin_q4_dir, SelfPlayConfig())
+    # before the fix the reference kept nn.QuantizedLinear projections on the training path (MLX's x86 qmm)
+    assert all(type(m) is nn.Linear and m.weight.dtype == mx.float32 for m in _projections(ref.model))
