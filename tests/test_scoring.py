@@ -346,3 +346,17 @@ def test_a_float16_scaled_quantised_heads_float_copy_applies_the_heads_own_arith
     gap = mx.abs(own - ours).max().item() / mx.abs(own).max().item()
     assert gap < 1e-5, gap
     assert float_weight(head).dtype == mx.float32
+
+
+def test_a_float_copy_is_dropped_with_its_module():
+    import gc
+
+    from arena.players.head import _FLOAT_HEADS, float_weight
+
+    head = _float16_scaled_head(4)
+    float_weight(head)
+    key = id(head)
+    assert key in _FLOAT_HEADS
+    del head
+    gc.collect()
+    assert key not in _FLOAT_HEADS

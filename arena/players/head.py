@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,8 @@ def float_weight(head: Any) -> mx.array | None:
     if mx.default_device() != mx.cpu or "scales" not in head or getattr(head, "mode", "affine") != "affine":
         return None
     cached = _FLOAT_HEADS.get(id(head))
+    if cached is None:  # the copy goes with the module (a quantised model's every projection has one on the host)
+        weakref.finalize(head, _FLOAT_HEADS.pop, id(head), None)
     if cached is None or cached[0] is not head["weight"]:
         biases = head.get("biases")
         weight = mx.dequantize(head["weight"], head["scales"].astype(mx.float32),

@@ -138,6 +138,8 @@ def write_seeded_model(out: Path, config: dict[str, Any], seed: int) -> Path:
 def resolve_source(source: str) -> Path:
     """A local mlx-lm model directory, or a hub id downloaded through huggingface_hub (needs network)."""
     path = Path(source).expanduser()
+    if path.is_file() and path.suffix == ".gguf":
+        raise ConfigError(f"base.source = {source!r} is a GGUF file: write it as 'gguf:{source}'")
     if path.exists():
         try:
             read_model_config(path)
@@ -146,8 +148,8 @@ def resolve_source(source: str) -> Path:
         return path
     if source.count("/") != 1 or source.startswith((".", "/", "~")):
         raise ConfigError(
-            f"base.source = {source!r} is invalid: expected 'embedded', an existing local model directory, "
-            "or a hub id 'org/name'"
+            f"base.source = {source!r} is invalid: expected 'embedded', 'standin', 'smollm2', 'gguf:PATH', an "
+            "existing local model directory, or a hub id 'org/name'"
         )
     from huggingface_hub import snapshot_download
 

