@@ -57,7 +57,7 @@ def test_copies_over_the_budget_stay_quantised(standin_q4_dir, monkeypatch):
 
 def test_a_rounds_q4_reference_reads_its_policy_through_float_projections(standin_q4_dir):
     from arena.train.config import SelfPlayConfig
-    from arena.train.grpo.step import reference_player
+    from arena.train.selfplay.step import reference_player
 
     ref = reference_player(standin_q4_dir, SelfPlayConfig())
     # before the fix the reference kept nn.QuantizedLinear projections on the training path (MLX's x86 qmm)
