@@ -48,6 +48,15 @@ def study_params(base: dict[str, Any], changes: dict[str, Any], rounds: int) -> 
     return params
 
 
+def base_dir_name(base: dict[str, Any]) -> str:
+    """The scratch directory name of a base config: ``base`` for the default, else one per distinct config."""
+    import hashlib
+
+    if base.get("source", "embedded") == "embedded":
+        return "base"
+    return "base-" + hashlib.sha256(json.dumps(base, sort_keys=True).encode()).hexdigest()[:12]
+
+
 def run_study(params: dict[str, Any], root: Path, base_model: Path, rounds: int) -> list[dict[str, Any]]:
     """Round 0 .. ``rounds`` (rounds already built in ``root`` are kept: round n reads only round n - 1's
     artifacts, so resuming builds the same bytes); each round's eval with its wall seconds."""
@@ -90,12 +99,14 @@ def main(argv: list[str] | None = None) -> int:
     name = args.name or Path(args.preset).stem
     base_params = load_params("params.yaml")
     work = Path(args.work)
-    base_model = work / "base"
-    if not (base_model / "meta.json").exists():
-        build_base(BaseConfig(**base_params["base"]), base_model)
     changes = overrides(args.preset, args.settings)
+    params = study_params(base_params, changes, args.rounds)
+    # The base the recipe names (a preset may set base.source, e.g. smollm2), built once per distinct base config.
+    base_model = work / base_dir_name(params["base"])
+    if not (base_model / "meta.json").exists():
+        build_base(BaseConfig(**params["base"]), base_model)
     started = time.perf_counter()
-    evals = run_study(study_params(base_params, changes, args.rounds), work / name, base_model, args.rounds)
+    evals = run_study(params, work / name, base_model, args.rounds)
     command = shlex.join(["python", "studies/games.py", *(argv if argv is not None else sys.argv[1:])])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

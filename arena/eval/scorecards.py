@@ -220,14 +220,18 @@ def _verify_content(card: Mapping[str, Any], source: str) -> None:
         raise TournamentError(f"{source}: summary does not follow from its outcomes; regenerate the card")
 
 
+def _read_json(path: Path, what: str, fix: str) -> Any:
+    """``path``'s JSON, or a TournamentError naming the file, what it should be and the fix."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise TournamentError(f"{path}: not {what} ({type(error).__name__}: {error}); {fix}") from error
+
+
 def read_card(path: str | Path) -> dict[str, Any]:
     """The card at ``path``, verified; a TournamentError naming the file when it is unreadable or malformed."""
     path = Path(path)
-    try:
-        card = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise TournamentError(f"{path}: not a readable JSON score card ({type(error).__name__}: {error}); "
-                              "regenerate the card or remove it from the archive") from error
+    card = _read_json(path, "a readable JSON score card", "regenerate the card or remove it from the archive")
     verify_card(card, str(path))
     return card
 
@@ -292,11 +296,7 @@ def load_excluded(dirs: Iterable[str | Path]) -> dict[str, str]:
 def read_excluded(path: str | Path) -> dict[str, str]:
     """An archive's excluded.json (player spec -> reason); a TournamentError naming the file when malformed."""
     path = Path(path)
-    try:
-        excluded = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise TournamentError(f"{path}: not readable JSON ({type(error).__name__}: {error}); "
-                              "rerun the tournament that wrote it") from error
+    excluded = _read_json(path, "readable JSON", "rerun the tournament that wrote it")
     if not isinstance(excluded, dict) or not all(isinstance(v, str) for v in excluded.values()):
         raise TournamentError(f"{path}: must map player specs to reasons (strings); rerun the tournament")
     return excluded

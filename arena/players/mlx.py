@@ -52,12 +52,16 @@ def _loaded(path: Path, adapter: Path | None) -> tuple[Any, Any]:
     that do not match config.json) as one ArenaError naming the directory."""
     import mlx_lm
 
+    from arena.players.floatcopy import float_projections
+
     # an unreadable config.json is a PinError (an ArenaError) naming the file; one beyond memory is refused unread
     require_loadable(read_model_config(path), str(path))
     _check_tokenizer(path)
     try:
         if adapter is not None:
-            return mlx_lm.load(str(path), adapter_path=str(adapter))
+            model, tokenizer = mlx_lm.load(str(path), adapter_path=str(adapter))
+            float_projections(model)  # a QLoRA snapshot's LoRA layers would run MLX's slow x86 quantised matmul
+            return model, tokenizer
         return mlx_lm.load(str(path))
     except (RuntimeError, ValueError, OSError, KeyError, TypeError) as error:
         reason = " ".join(str(error).split()) or type(error).__name__

@@ -75,6 +75,9 @@ def attach_lora(model: Any, config: TrainConfig | RestConfig, model_dir: str | P
     """
     from mlx_lm.tuner.utils import linear_to_lora_layers
 
+    from arena.players.floatcopy import float_projections
+
+    float_projections(model)  # QLoRA on the CPU: the frozen 4-bit base as float32 copies (float BLAS, not qmm)
     model.freeze()
     carried = carried_layout(model_dir) if model_dir is not None else None
     if carried is None:

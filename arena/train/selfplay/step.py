@@ -212,7 +212,7 @@ def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, 
     mx.random.seed(config.seed + round_number)
     check_trainable(snapshot, config)
     policy = MLXPlayer(snapshot, sampling_config(selfplay, selfplay.memo_prompts))
-    ref = MLXPlayer(reference, sampling_config(selfplay))
+    ref = reference_player(reference, selfplay)
     sampled = config.objective == "neurd" and config.neurd_values == "sampled"
     data = learner_decisions(read_shard(shard), policy.spec, config, read_branches(shard) if sampled else None)
     inputs = {"snapshot": digest_path(snapshot), "reference": digest_path(reference), "rollouts": digest_path(shard)}
@@ -226,6 +226,17 @@ def train_round(snapshot: str | Path, reference: str | Path, shard: str | Path, 
         extra = {"selfplay": as_dict(selfplay), "seeds": as_dict(seeds)}
     return optimise(policy, ref, data, snapshot, config, selfplay.temperature, round_number, out_dir, inputs,
                     progress, Iterations(selfplay.iterations_per_round, more, extra), world, code)
+
+
+def reference_player(reference: str | Path, selfplay: SelfPlayConfig) -> MLXPlayer:
+    """The round's reference (the KL anchor, NeuRD's magnet). Its log-probabilities are read on the training path
+    (MLX autograd arithmetic, not the host kernels), so a quantised one gets float32 projections on the CPU too:
+    through MLX's x86 quantised matmul, SmolLM2's 12 full-view Kuhn prompts took minutes of CPU (floatcopy.py)."""
+    from arena.players.floatcopy import float_projections
+
+    ref = MLXPlayer(reference, sampling_config(selfplay))
+    float_projections(ref.model)
+    return ref
 
 
 def _update(policy: MLXPlayer, config: TrainConfig, temperature: float, round_number: int,
