@@ -22,8 +22,8 @@ export OPENBLAS_NUM_THREADS=1
 task="${1:-}"
 [ $# -gt 0 ] && shift
 case "$task" in
-  # A dvc repro killed while DVC rewrote dvc.lock leaves it cut short: put the last good copy back first.
-  repro) python -m arena.pipeline.lockguard && exec python -m arena.pipeline.repro "$@" ;;
+  # arena.pipeline.repro first puts back a dvc.lock that a killed build cut short (arena.pipeline.lockguard).
+  repro) exec python -m arena.pipeline.repro "$@" ;;
   test) exec python -m pytest "$@" ;;
   "") echo "usage: ./dev.sh repro|test|COMMAND..." >&2; exit 2 ;;
   *) exec "$task" "$@" ;;

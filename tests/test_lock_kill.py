@@ -1,8 +1,9 @@
 """A `dvc repro` SIGKILLed while DVC rewrites dvc.lock (in place) cuts the lock short; arena's guard restores it.
 
 Each stage of a small DVC project runs through ``arena.pipeline.stage.run``, which copies the whole lock aside
-(``arena.pipeline.lockguard``); ``python -m arena.pipeline.lockguard`` (what ``./dev.sh repro`` runs first) puts
-it back when the lock does not load, and the rerun finishes the build (issue 47 item 2).
+(``arena.pipeline.lockguard``); ``python -m arena.pipeline.lockguard``, which ``./dev.sh repro``'s driver
+(``arena.pipeline.repro``) runs first, puts it back when the lock does not load, and the rerun finishes the build
+(issue 47 item 2).
 """
 
 from __future__ import annotations
@@ -135,3 +136,16 @@ def test_kills_at_many_points_of_a_repro_always_resume(tmp_path):
         _guarded_repro(repo)
         _assert_built(repo, stages)
     print(f"{cut} of {kills} kills over {whole_s:.1f} s left dvc.lock cut short; every one resumed")
+
+
+def test_the_build_driver_restores_a_cut_lock_before_dvc_runs(tmp_path, monkeypatch):
+    from arena.pipeline import repro
+
+    (tmp_path / ".dvc" / "tmp").mkdir(parents=True)
+    good = "schema: '2.0'\nstages: {}\n"
+    (tmp_path / GOOD).write_text(good)
+    (tmp_path / "dvc.lock").write_text("schema: '2.0'\nstages:\n  a: [")
+    monkeypatch.chdir(tmp_path)
+    seen = []
+    monkeypatch.setattr(repro, "build", lambda args: seen.append((tmp_path / "dvc.lock").read_text()) or 1)
+    assert repro.main([]) == 1 and seen == [good]

@@ -85,7 +85,18 @@ def summarize(evals: Path = EVALS, leaderboard: Path = LEADERBOARD) -> str | Non
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``dvc repro ARGV``, then (when it succeeded) the summary; returns dvc's exit status."""
+    """``dvc repro ARGV``, then (when it succeeded) the summary; returns dvc's exit status. A ``dvc.lock`` that a
+    killed build cut short is first put back from the last good copy (``lockguard``: DVC writes it in place)."""
+    from arena.core.errors import ArenaError
+    from arena.pipeline.lockguard import restore_lock
+
+    try:
+        said = restore_lock()
+    except ArenaError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if said:
+        print(said, file=sys.stderr)
     code = build(list(sys.argv[1:] if argv is None else argv))
     if code == 0 and (text := summarize()) is not None:
         print(f"\n{text}", flush=True)
