@@ -9,6 +9,8 @@ ways of playing the model against ``random``:
   counted), one game at a time;
 - floor: one forward of the model's body over each distinct prompt followed by all its legal actions' tokens, the
   output head only at those tokens, unbatched (the move drawn from those scores); the least an unbatched scorer does.
+  On q4 its projections are the same float32 copies arena's player runs (``float_projections``): MLX 0.32's x86
+  4-bit matmul is ~46x slower, and a floor on it would measure that kernel, not the work.
 
 Each case runs in its own child process (``--case``), so its peak RSS is its own (``wait4``), with its CPU seconds.
 Usage: ``python bench/realmodel.py [--games N] [--reference-games M] [--only kuhn:full,...]``; writes
@@ -100,6 +102,7 @@ def floor_player(path: Path, view: str):
     import numpy as np
 
     from arena.players.base import Decision, Player
+    from arena.players.floatcopy import float_projections
     from arena.players.head import output_head
     from arena.players.mlx import load_model
     from arena.players.prompts import ChatPrompts
@@ -108,6 +111,7 @@ def floor_player(path: Path, view: str):
         def __init__(self) -> None:
             self.spec = f"floor:{path.name}"
             self.model, self.tokenizer = load_model(path)
+            float_projections(self.model)
             self.prompts = ChatPrompts(self.tokenizer, view, False)
             self.head = output_head(self.model)
             self.seen: dict[tuple[int, ...], np.ndarray] = {}
