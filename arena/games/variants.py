@@ -149,6 +149,18 @@ def negotiation_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
     return {"turns": require_int("negotiation", "turns", full["turns"], 1), "units": units}
 
 
+# Games whose listed legal actions are a grammar of choices (a move is a path of short choices: accept, deny, or
+# offer, then each side's resource and count): a local model scores each token against the tokens the legal actions
+# continue with at that point only (arena.players.batching.ScoringBatch), so a long offer is not outscored by a
+# short [Deny] merely for its length. Other games' actions are scored as whole strings (their bytes unchanged).
+CHOICE_SCORED = frozenset({"negotiation"})
+
+
+def scored_by_choice(game_id: str) -> bool:
+    """Whether a local model scores ``game_id``'s legal actions choice by choice (see CHOICE_SCORED)."""
+    return game_id in CHOICE_SCORED
+
+
 # ``textarena:ENV_ID`` names any two-player TextArena env, played by generation players only (arena.games.anyenv).
 TEXTARENA_PREFIX = "textarena:"
 _ENV_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./-]*$")
