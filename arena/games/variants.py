@@ -185,14 +185,55 @@ def is_any_env(game_id: Any) -> bool:
             and _ENV_ID_RE.match(game_id[len(TEXTARENA_PREFIX):]) is not None)
 
 
+# TextArena ids of other versions -> (the installed 0.7.4 id that plays them, ``ta.make`` overrides, what differs),
+# or (None, {}, why none does): docs/textarena.md's version table, from TextArena 0.6.4's registry (its wheel) and
+# SPIRAL's own envs (spiral-rl/spiral spiral/envs/, registered on top of 0.6.4), read against 0.7.4's.
+_SPIRAL = "SPIRAL's own env (spiral/envs, on TextArena 0.6.4)"
+TEXTARENA_ALIASES: dict[str, tuple[str | None, dict[str, Any], str]] = {
+    "KuhnPoker-v1": ("KuhnPoker-v0-short", {}, f"{_SPIRAL}: 5 rounds, ante 1, bets move no chips, the same moves "
+                     "and round payoffs as 0.7.4's; SPIRAL's game winner is the last round's winner, 0.7.4's the "
+                     "player with more chips"),
+    "SimpleNegotiation-v1": (None, {}, f"{_SPIRAL} is another game: 2 resources (Wood, Gold), both players start "
+                             "with 10 of each at fixed opposite values (5/15, 15/5), 10 moves; 0.7.4 has no env for "
+                             "it. Nearest: arena's negotiation (TextArena 0.7.4's SimpleNegotiation-v0)"),
+    "LiarsDice-v1": (None, {}, f"{_SPIRAL}, not checked against 0.7.4's rules; nearest: textarena:LiarsDice-v0"),
+    "PigDice-v1": (None, {}, f"{_SPIRAL} (target 50, 50 turns), not checked against 0.7.4's rules; nearest: "
+                   "textarena:PigDice-v0-50"),
+    "TruthAndDeception-v1": (None, {}, f"{_SPIRAL} (6 turns) counts its turns differently from 0.7.4's; nearest: "
+                             "textarena:TruthAndDeception-v0"),
+    "KuhnPoker-v0-blind": ("KuhnPoker-v0", {"max_rounds": 10}, "0.6.4's id (10 rounds), gone in 0.7.4"),
+    "KuhnPoker-v0-extended": ("KuhnPoker-v0", {"max_rounds": 30}, "0.6.4's id (30 rounds), gone in 0.7.4"),
+    "KuhnPoker-v0-highstakes": (None, {}, "0.6.4's id (ante 5): 0.7.4's KuhnPoker has no ante setting"),
+    "Nim-v0-small": ("Nim-v0", {"piles": [1, 2, 3]}, "0.6.4's id (piles 1, 2, 3), gone in 0.7.4"),
+    "SimpleTak-v0-extra-large": ("SimpleTak-v0", {"board_size": 8}, "0.6.4's id (8x8), gone in 0.7.4"),
+    "Surround-v0-huge": ("Surround-v0-large", {}, "0.6.4's id: 15x15, 250 turns, 0.7.4's Surround-v0-large"),
+    "RandomizedTicTacToe-v0": (None, {}, "0.6.4's env, removed from 0.7.4"),
+    "BlindAuction-v0": (None, {}, "0.6.4's env, removed from 0.7.4 (0.7.4's SimpleBlindAuction is another env)"),
+    "Negotiation-v0": (None, {}, "0.6.4's multi-player Negotiation env, removed from 0.7.4"),
+}
+
+
+def resolve_env_id(env_id: str) -> tuple[str, dict[str, Any]]:
+    """The installed TextArena id and ``ta.make`` overrides that play ``env_id`` (itself, unless it is another
+    version's id in TEXTARENA_ALIASES); an ArenaError for another version's id that no installed env plays."""
+    target, overrides, why = TEXTARENA_ALIASES.get(env_id, (env_id, {}, ""))
+    if target is None:
+        raise ArenaError(f"game {TEXTARENA_PREFIX}{env_id} is not played by TextArena 0.7.4: {why} "
+                         "(docs/textarena.md, other versions' ids)")
+    return target, dict(overrides)
+
+
 def check_game_id(game_id: Any) -> str:
     """``game_id`` if arena has that game (or it is ``textarena:ENV_ID``); an ArenaError listing the known ids
     otherwise."""
     if is_any_env(game_id):
+        resolve_env_id(game_id[len(TEXTARENA_PREFIX):])
         return game_id
     if not isinstance(game_id, str) or game_id not in VARIANTS:
+        hint = (f" ({game_id!r} looks like a TextArena id: write {TEXTARENA_PREFIX}{game_id})"
+                if isinstance(game_id, str) and re.search(r"-v\d", game_id) else "")
         raise ArenaError(f"unknown game id {game_id!r}; known games: {sorted(VARIANTS)}, or {TEXTARENA_PREFIX}ENV_ID "
-                         "for any two-player TextArena env (frontier players only)")
+                         f"for any two-player TextArena env (frontier players only){hint}")
     return game_id
 
 
