@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arena.core.errors import ArenaError
-from arena.games import kuhn, leduc, liarsdice, negotiation, nim, tictactoe
+from arena.games import kuhn, leduc, liarsdice, negotiation, nim, tictactoe, ultimatum
 from arena.games.anyenv import AnyEnvGame
 from arena.games.base import Game, GameResult
 from arena.games.variants import TEXTARENA_PREFIX, check_game_id, is_any_env, resolve_env_id
@@ -54,6 +54,10 @@ GAMES: dict[str, GameSpec] = {
     "negotiation": GameSpec(
         "negotiation", negotiation.ENV_ID, negotiation.NegotiationGame,
         "TextArena's SimpleNegotiation (private values, offers, accept/deny); variant: turns, units",
+    ),
+    "ultimatum": GameSpec(
+        "ultimatum", ultimatum.ENV_ID, ultimatum.UltimatumGame,
+        "TextArena's IteratedUltimatumGame (offers of a pool, accept/reject); variant: pool, rounds, alternate",
     ),
 }
 

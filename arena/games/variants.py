@@ -45,6 +45,8 @@ def max_actions(game_id: str, variant: Mapping[str, Any]) -> int:
         return _liarsdice_most(variant["dice"])
     if game_id == "nim":
         return sum(variant["piles"])  # each move takes at least one object
+    if game_id == "ultimatum":
+        return 2 * variant["rounds"]  # an offer and an answer a round
     return 9
 
 
@@ -69,6 +71,9 @@ TICTACTOE_DEFAULTS: Mapping[str, Any] = {"opening": 0}
 NEGOTIATION_DEFAULTS: Mapping[str, Any] = {"turns": 10, "units": 3}
 # The most of one resource an offer's side may name: 5 keeps the listed offers at 5 x 4 x 5 x 5 = 500.
 NEGOTIATION_MAX_UNITS = 5
+# TextArena's IteratedUltimatumGame-v0: a $50 pool, 10 turns (5 rounds), the same proposer every round.
+ULTIMATUM_DEFAULTS: Mapping[str, Any] = {"pool": 50, "rounds": 5, "alternate": False}
+ULTIMATUM_MAX_POOL = 100
 # A game that ends in the opening teaches nothing; 8 moves leave the player one cell, so 8 is the most there is.
 TICTACTOE_MAX_OPENING = 8
 # Variant keys that change only where training games start, never the rules (see evaluation_variant).
@@ -149,16 +154,34 @@ def negotiation_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
     return {"turns": require_int("negotiation", "turns", full["turns"], 1), "units": units}
 
 
-# Games whose listed legal actions are a grammar of choices (a move is a path of short choices: accept, deny, or
-# offer, then each side's resource and count): a local model scores each token against the tokens the legal actions
-# continue with at that point only (arena.players.batching.ScoringBatch), so a long offer is not outscored by a
-# short [Deny] merely for its length. Other games' actions are scored as whole strings (their bytes unchanged).
-CHOICE_SCORED = frozenset({"negotiation"})
+# Games whose listed legal actions are a grammar of choices (a move is a path of short choices: accept, deny or
+# offer, then each count and resource; ultimatum's accept, reject or an offer's digits): a local model scores each
+# token against the tokens the legal actions continue with at that point only (arena.players.batching.ScoringBatch),
+# so a long offer is not outscored by a short [Deny] merely for its length. Other games' actions are scored as whole
+# strings (their bytes unchanged).
+CHOICE_SCORED = frozenset({"negotiation", "ultimatum"})
 
 
 def scored_by_choice(game_id: str) -> bool:
     """Whether a local model scores ``game_id``'s legal actions choice by choice (see CHOICE_SCORED)."""
     return game_id in CHOICE_SCORED
+
+
+def ultimatum_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
+    """The iterated ultimatum game: ``pool`` (dollars split each round, 1..100, default 50), ``rounds`` (default 5)
+    and ``alternate`` (the responder proposes next round; default false: player 0 proposes every round)."""
+    reject_unknown_keys("ultimatum", variant, ULTIMATUM_DEFAULTS)
+    full = {**ULTIMATUM_DEFAULTS, **variant}
+    pool = require_int("ultimatum", "pool", full["pool"], 1)
+    if pool > ULTIMATUM_MAX_POOL:
+        raise ArenaError(f"ultimatum variant 'pool' lists {pool + 1} offers, more than a model should score at each "
+                         f"decision: use a pool of at most {ULTIMATUM_MAX_POOL}")
+    if not isinstance(full["alternate"], bool):
+        raise ArenaError(f"ultimatum variant 'alternate' must be true or false, got {full['alternate']!r}")
+    checked = {"pool": pool, "rounds": require_int("ultimatum", "rounds", full["rounds"], 1),
+               "alternate": full["alternate"]}
+    require_within_cap("ultimatum", "rounds", checked, f"rounds <= {MAX_ACTIONS // 2}")
+    return checked
 
 
 # ``textarena:ENV_ID`` names any two-player TextArena env, played by generation players only (arena.games.anyenv).
@@ -174,7 +197,7 @@ def any_env_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
 
 VARIANTS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "kuhn": kuhn_variant, "tictactoe": tictactoe_variant, "liarsdice": liarsdice_variant, "nim": nim_variant,
-    "leduc": leduc_variant, "negotiation": negotiation_variant,
+    "leduc": leduc_variant, "negotiation": negotiation_variant, "ultimatum": ultimatum_variant,
 }
 GAME_IDS: tuple[str, ...] = tuple(VARIANTS)
 
