@@ -97,3 +97,31 @@ def test_a_local_model_plays_only_listed_moves(tmp_path):
                          duplicate_schedule([0], 2), variant={"pool": 10, "rounds": 2}, progress=False)
     for record in records:
         assert record["invalid_moves"] == [0, 0] and all(d["action"] in d["legal"] for d in record["decisions"])
+
+
+def test_a_grpo_round_trains_on_ultimatum_and_its_evaluation_runs(tmp_path):
+    from arena.core.seeds import SeedsConfig
+    from arena.eval.config import EvalConfig, RoundEvalConfig
+    from arena.eval.roundeval import evaluate_round
+    from arena.train.basemodel import build_base
+    from arena.train.config import BaseConfig, PoolConfig, SelfPlayConfig, TrainConfig
+    from arena.train.fuse import copy_snapshot
+    from arena.train.pool import build_pool
+    from arena.train.selfplay.rollouts import play_round
+    from arena.train.selfplay.step import train_round
+
+    build_base(BaseConfig(**TINY), tmp_path / "base")
+    copy_snapshot(tmp_path / "base", tmp_path / "snap0")
+    build_pool(None, tmp_path / "snap0", PoolConfig(), "ultimatum", tmp_path / "pool0")
+    config = SelfPlayConfig(game="ultimatum", variant={"pool": 10, "rounds": 2}, deals_per_round=2, group_size=2)
+    play_round(tmp_path / "snap0", tmp_path / "pool0", config, SeedsConfig(), 1, tmp_path / "roll")
+    summary = train_round(tmp_path / "snap0", tmp_path / "base", tmp_path / "roll", 1, config,
+                          TrainConfig(steps=1, batch_size=16), tmp_path / "trained", progress=False)
+    assert summary["steps"] == 1
+    eval_config = EvalConfig.from_dict({"games": [{"id": "ultimatum", "variant": {"pool": 10, "rounds": 2}}],
+                                        "seeds": [9_000_000, 9_000_010]})
+    result = evaluate_round(tmp_path / "snap0", None, 0, RoundEvalConfig(games=2), eval_config,
+                            SeedsConfig().reserved(), tmp_path / "r0.json")
+    row = result["ultimatum[pool=10,rounds=2]_vs_oracle"]
+    assert row["games"] == 2 and 0.0 <= row["win_rate"] <= 0.5  # the minimax oracle never loses
+    assert row["opponent_optimal_share"] == 1.0 and 0.0 <= row["optimal_share"] <= 1.0
