@@ -61,7 +61,8 @@ def survey(env_id: str, timeout: float) -> dict:
 # TextArena ids arena also plays as its own games (legal actions listed: scripted and local players too).
 NATIVE = {"TicTacToe-v0": "tictactoe", "Nim-v0": "nim", "LiarsDice-v0-small": "liarsdice",
           "SimpleNegotiation-v0": "negotiation", "SimpleNegotiation-v0-short": "negotiation (variant turns: 6)",
-          "SimpleNegotiation-v0-long": "negotiation (variant turns: 30)"}
+          "SimpleNegotiation-v0-long": "negotiation (variant turns: 30)", "IteratedUltimatumGame-v0": "ultimatum",
+          "IteratedUltimatumGame-v0-alternate": "ultimatum (variant alternate: true, rounds: 6)"}
 
 
 def render(rows: list[dict]) -> str:

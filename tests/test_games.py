@@ -19,8 +19,10 @@ from arena.players.scripted import RandomPlayer, StallerPlayer
 RANDOM = RandomPlayer()
 
 
-def test_registry_lists_the_six_games_with_their_envs():
-    assert sorted(GAMES) == ["kuhn", "leduc", "liarsdice", "negotiation", "nim", "tictactoe"]
+def test_registry_lists_the_seven_games_with_their_envs():
+    assert sorted(GAMES) == ["kuhn", "leduc", "liarsdice", "negotiation", "nim", "tictactoe", "ultimatum"]
+    assert get_spec("ultimatum").env_id == "IteratedUltimatumGame-v0"
+    assert get_spec("ultimatum").default_variant == {"pool": 50, "rounds": 5, "alternate": False}
     assert get_spec("negotiation").env_id == "SimpleNegotiation-v0"
     assert get_spec("negotiation").default_variant == {"turns": 10, "units": 3}
     assert get_spec("tictactoe").env_id == "TicTacToe-v0"

@@ -239,3 +239,26 @@ def test_a_frontier_player_negotiates_in_textarenas_own_text(tmp_path, monkeypat
         assert not record["errored"] and record["invalid_moves"][seat] == 0
         assert sum(a == bundle for a in record["actions"]) == (6 if seat == 0 else 5)  # 11 moves, seat 0 first
     assert [r["transcript_digest"] for r in again] == [r["transcript_digest"] for r in records]
+
+
+def test_a_frontier_negotiation_is_capped_and_a_capped_game_is_errored(tmp_path, monkeypatch):
+    """max_calls bounds the real requests of a negotiation match; a game that meets the cap is recorded as errored
+    (it counts for neither side), and a rerun replays the cached replies for free and asks only for the rest."""
+    from fault_server import FaultServer, Reply
+
+    from arena.players.config import FrontierConfig
+    from arena.players.frontier import FrontierPlayer
+
+    monkeypatch.setenv("ARENA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    capped = FrontierConfig(max_calls=8, timeout_s=2.0, max_retries=0, backoff_s=0.0, max_wait_s=0.0, concurrency=1)
+    with FaultServer(Reply(content="[Deny]")) as server:
+        schedule = duplicate_schedule([22], 2)  # the player asks 6 times in one game and 5 in the other: 11 > 8
+        player = FrontierPlayer("m", server.base_url, capped)
+        records = play_match("negotiation", (player, make_scripted("greedy")), schedule, progress=False)
+        assert server.completions_seen() == 8 and player.stats.calls == 8
+        assert all(r["errored"] and "call cap reached (max_calls=8)" in r["error"] for r in records)  # lockstep
+        again = play_match("negotiation", (FrontierPlayer("m", server.base_url, capped), make_scripted("greedy")),
+                           schedule, progress=False)
+        assert server.completions_seen() == 11  # the 8 cached replies were free
+    assert [r["rewards"] for r in again] == [[0.0, 0.0], [0.0, 0.0]] and not any(r["errored"] for r in again)

@@ -40,6 +40,15 @@ def _kuhn_columns(records: Sequence[Mapping[str, Any]], spec: str, opponent: str
     return {"chips_per_hand": mean, "chips_low": low, "chips_high": high, "exact_chips_per_hand": exact}
 
 
+def split_columns(records: Sequence[Mapping[str, Any]], spec: str, opponent: str) -> dict[str, Any]:
+    """A round evaluation row's ultimatum columns: mean money, the share of offers accepted, and the exact share of
+    decisions that keep each side's win/draw/loss value (``optimal_share``)."""
+    splits = summarize_match(records, spec, opponent)["splits"]
+    return {"money": splits["mean_money"]["p0"], "opponent_money": splits["mean_money"]["p1"],
+            "accepted_share": splits["accepted_share"], "optimal_share": splits["optimal_share"]["p0"],
+            "opponent_optimal_share": splits["optimal_share"]["p1"]}
+
+
 def _exact_columns(exact: Sequence[tuple[GameEntry, Mapping[str, Any]]]) -> dict[str, Any]:
     """Each game's exact measures under ``exact.<game label>``; Kuhn's exploitability also at the top level."""
     columns: dict[str, Any] = {"exact": {game.label: {k: v for k, v in m.items() if k != "policy"}
@@ -103,6 +112,8 @@ def evaluate_round(snapshot: str | Path, pool_file: str | Path | None, round_num
         row = _headline(summarize_match(records, player.spec, spec))
         if game.game_id == "kuhn":
             row.update(_kuhn_columns(records, player.spec, spec, policy))
+        if game.game_id == "ultimatum":
+            row.update(split_columns(records, player.spec, spec))
         if game.game_id == "negotiation":
             row.update(trade_columns(records, player.spec, spec))
             if spec == RESPONDER:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from arena.core.errors import ArenaError
-from arena.games import kuhn, leduc, liarsdice, negotiation, nim, tictactoe
+from arena.games import kuhn, leduc, liarsdice, negotiation, nim, tictactoe, ultimatum
 from arena.games.anyenv import AnyEnvGame
 from arena.games.base import Game, GameResult
-from arena.games.variants import TEXTARENA_PREFIX, is_any_env
+from arena.games.variants import TEXTARENA_PREFIX, check_game_id, is_any_env, resolve_env_id
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,7 @@ class GameSpec:
     env_id: str
     game_class: type[Game]
     description: str
+    overrides: Mapping[str, Any] = field(default_factory=dict)  # ``ta.make`` overrides beyond the variant's
 
     @property
     def default_variant(self) -> dict[str, Any]:
@@ -33,7 +34,7 @@ class GameSpec:
 
     def env_kwargs(self, variant: Mapping[str, Any] | None) -> dict[str, Any]:
         """``ta.make`` overrides for a variant."""
-        return self.game_class.env_kwargs(self.validate_variant(variant))
+        return {**self.game_class.env_kwargs(self.validate_variant(variant)), **self.overrides}
 
 
 GAMES: dict[str, GameSpec] = {
@@ -54,6 +55,10 @@ GAMES: dict[str, GameSpec] = {
         "negotiation", negotiation.ENV_ID, negotiation.NegotiationGame,
         "TextArena's SimpleNegotiation (private values, offers, accept/deny); variant: turns, units",
     ),
+    "ultimatum": GameSpec(
+        "ultimatum", ultimatum.ENV_ID, ultimatum.UltimatumGame,
+        "TextArena's IteratedUltimatumGame (offers of a pool, accept/reject); variant: pool, rounds, alternate",
+    ),
 }
 
 
@@ -61,20 +66,20 @@ def get_spec(game_id: str) -> GameSpec:
     """The registered spec for ``game_id`` (``textarena:ENV_ID``: that env, frontier players only); a ValueError lists
     the known ids otherwise."""
     if is_any_env(game_id):
-        env_id = game_id[len(TEXTARENA_PREFIX):]
-        return GameSpec(game_id, env_id, AnyEnvGame, f"TextArena's {env_id} under its own rules (frontier players)")
-    try:
+        env_id, overrides = resolve_env_id(game_id[len(TEXTARENA_PREFIX):])
+        return GameSpec(game_id, env_id, AnyEnvGame, f"TextArena's {env_id} under its own rules (frontier players)",
+                        overrides)
+    if isinstance(game_id, str) and game_id in GAMES:
         return GAMES[game_id]
-    except (KeyError, TypeError):
-        raise ArenaError(f"unknown game id {game_id!r}; known games: {sorted(GAMES)}, or {TEXTARENA_PREFIX}ENV_ID "
-                         "for any two-player TextArena env (frontier players only)") from None
+    check_game_id(game_id)  # the one-line error: the known ids, and a hint for a bare TextArena id
+    raise ArenaError(f"game {game_id!r} is validated but not registered: add it to arena.games.registry.GAMES")
 
 
 def make_game(game_id: str, seed: int, variant: Mapping[str, Any] | None = None) -> Game:
     """A fresh game (its own env and RNG stream) for ``game_id`` with ``seed`` and a validated variant."""
     spec = get_spec(game_id)
     full = spec.validate_variant(variant)
-    return spec.game_class(game_id, spec.env_id, seed, full, spec.game_class.env_kwargs(full))
+    return spec.game_class(game_id, spec.env_id, seed, full, {**spec.game_class.env_kwargs(full), **spec.overrides})
 
 
 def replay(game_id: str, variant: Mapping[str, Any] | None, seed: int, actions: Sequence[str]) -> GameResult:

@@ -45,6 +45,8 @@ def max_actions(game_id: str, variant: Mapping[str, Any]) -> int:
         return _liarsdice_most(variant["dice"])
     if game_id == "nim":
         return sum(variant["piles"])  # each move takes at least one object
+    if game_id == "ultimatum":
+        return 2 * variant["rounds"]  # an offer and an answer a round
     return 9
 
 
@@ -69,6 +71,9 @@ TICTACTOE_DEFAULTS: Mapping[str, Any] = {"opening": 0}
 NEGOTIATION_DEFAULTS: Mapping[str, Any] = {"turns": 10, "units": 3}
 # The most of one resource an offer's side may name: 5 keeps the listed offers at 5 x 4 x 5 x 5 = 500.
 NEGOTIATION_MAX_UNITS = 5
+# TextArena's IteratedUltimatumGame-v0: a $50 pool, 10 turns (5 rounds), the same proposer every round.
+ULTIMATUM_DEFAULTS: Mapping[str, Any] = {"pool": 50, "rounds": 5, "alternate": False}
+ULTIMATUM_MAX_POOL = 100
 # A game that ends in the opening teaches nothing; 8 moves leave the player one cell, so 8 is the most there is.
 TICTACTOE_MAX_OPENING = 8
 # Variant keys that change only where training games start, never the rules (see evaluation_variant).
@@ -149,6 +154,36 @@ def negotiation_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
     return {"turns": require_int("negotiation", "turns", full["turns"], 1), "units": units}
 
 
+# Games whose listed legal actions are a grammar of choices (a move is a path of short choices: accept, deny or
+# offer, then each count and resource; ultimatum's accept, reject or an offer's digits): a local model scores each
+# token against the tokens the legal actions continue with at that point only (arena.players.batching.ScoringBatch),
+# so a long offer is not outscored by a short [Deny] merely for its length. Other games' actions are scored as whole
+# strings (their bytes unchanged).
+CHOICE_SCORED = frozenset({"negotiation", "ultimatum"})
+
+
+def scored_by_choice(game_id: str) -> bool:
+    """Whether a local model scores ``game_id``'s legal actions choice by choice (see CHOICE_SCORED)."""
+    return game_id in CHOICE_SCORED
+
+
+def ultimatum_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
+    """The iterated ultimatum game: ``pool`` (dollars split each round, 1..100, default 50), ``rounds`` (default 5)
+    and ``alternate`` (the responder proposes next round; default false: player 0 proposes every round)."""
+    reject_unknown_keys("ultimatum", variant, ULTIMATUM_DEFAULTS)
+    full = {**ULTIMATUM_DEFAULTS, **variant}
+    pool = require_int("ultimatum", "pool", full["pool"], 1)
+    if pool > ULTIMATUM_MAX_POOL:
+        raise ArenaError(f"ultimatum variant 'pool' lists {pool + 1} offers, more than a model should score at each "
+                         f"decision: use a pool of at most {ULTIMATUM_MAX_POOL}")
+    if not isinstance(full["alternate"], bool):
+        raise ArenaError(f"ultimatum variant 'alternate' must be true or false, got {full['alternate']!r}")
+    checked = {"pool": pool, "rounds": require_int("ultimatum", "rounds", full["rounds"], 1),
+               "alternate": full["alternate"]}
+    require_within_cap("ultimatum", "rounds", checked, f"rounds <= {MAX_ACTIONS // 2}")
+    return checked
+
+
 # ``textarena:ENV_ID`` names any two-player TextArena env, played by generation players only (arena.games.anyenv).
 TEXTARENA_PREFIX = "textarena:"
 _ENV_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./-]*$")
@@ -162,7 +197,7 @@ def any_env_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
 
 VARIANTS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "kuhn": kuhn_variant, "tictactoe": tictactoe_variant, "liarsdice": liarsdice_variant, "nim": nim_variant,
-    "leduc": leduc_variant, "negotiation": negotiation_variant,
+    "leduc": leduc_variant, "negotiation": negotiation_variant, "ultimatum": ultimatum_variant,
 }
 GAME_IDS: tuple[str, ...] = tuple(VARIANTS)
 
@@ -173,14 +208,55 @@ def is_any_env(game_id: Any) -> bool:
             and _ENV_ID_RE.match(game_id[len(TEXTARENA_PREFIX):]) is not None)
 
 
+# TextArena ids of other versions -> (the installed 0.7.4 id that plays them, ``ta.make`` overrides, what differs),
+# or (None, {}, why none does): docs/textarena.md's version table, from TextArena 0.6.4's registry (its wheel) and
+# SPIRAL's own envs (spiral-rl/spiral spiral/envs/, registered on top of 0.6.4), read against 0.7.4's.
+_SPIRAL = "SPIRAL's own env (spiral/envs, on TextArena 0.6.4)"
+TEXTARENA_ALIASES: dict[str, tuple[str | None, dict[str, Any], str]] = {
+    "KuhnPoker-v1": ("KuhnPoker-v0-short", {}, f"{_SPIRAL}: 5 rounds, ante 1, bets move no chips, the same moves "
+                     "and round payoffs as 0.7.4's; SPIRAL's game winner is the last round's winner, 0.7.4's the "
+                     "player with more chips"),
+    "SimpleNegotiation-v1": (None, {}, f"{_SPIRAL} is another game: 2 resources (Wood, Gold), both players start "
+                             "with 10 of each at fixed opposite values (5/15, 15/5), 10 moves; 0.7.4 has no env for "
+                             "it. Nearest: arena's negotiation (TextArena 0.7.4's SimpleNegotiation-v0)"),
+    "LiarsDice-v1": (None, {}, f"{_SPIRAL}, not checked against 0.7.4's rules; nearest: textarena:LiarsDice-v0"),
+    "PigDice-v1": (None, {}, f"{_SPIRAL} (target 50, 50 turns), not checked against 0.7.4's rules; nearest: "
+                   "textarena:PigDice-v0-50"),
+    "TruthAndDeception-v1": (None, {}, f"{_SPIRAL} (6 turns) counts its turns differently from 0.7.4's; nearest: "
+                             "textarena:TruthAndDeception-v0"),
+    "KuhnPoker-v0-blind": ("KuhnPoker-v0", {"max_rounds": 10}, "0.6.4's id (10 rounds), gone in 0.7.4"),
+    "KuhnPoker-v0-extended": ("KuhnPoker-v0", {"max_rounds": 30}, "0.6.4's id (30 rounds), gone in 0.7.4"),
+    "KuhnPoker-v0-highstakes": (None, {}, "0.6.4's id (ante 5): 0.7.4's KuhnPoker has no ante setting"),
+    "Nim-v0-small": ("Nim-v0", {"piles": [1, 2, 3]}, "0.6.4's id (piles 1, 2, 3), gone in 0.7.4"),
+    "SimpleTak-v0-extra-large": ("SimpleTak-v0", {"board_size": 8}, "0.6.4's id (8x8), gone in 0.7.4"),
+    "Surround-v0-huge": ("Surround-v0-large", {}, "0.6.4's id: 15x15, 250 turns, 0.7.4's Surround-v0-large"),
+    "RandomizedTicTacToe-v0": (None, {}, "0.6.4's env, removed from 0.7.4"),
+    "BlindAuction-v0": (None, {}, "0.6.4's env, removed from 0.7.4 (0.7.4's SimpleBlindAuction is another env)"),
+    "Negotiation-v0": (None, {}, "0.6.4's multi-player Negotiation env, removed from 0.7.4"),
+}
+
+
+def resolve_env_id(env_id: str) -> tuple[str, dict[str, Any]]:
+    """The installed TextArena id and ``ta.make`` overrides that play ``env_id`` (itself, unless it is another
+    version's id in TEXTARENA_ALIASES); an ArenaError for another version's id that no installed env plays."""
+    target, overrides, why = TEXTARENA_ALIASES.get(env_id, (env_id, {}, ""))
+    if target is None:
+        raise ArenaError(f"game {TEXTARENA_PREFIX}{env_id} is not played by TextArena 0.7.4: {why} "
+                         "(docs/textarena.md, other versions' ids)")
+    return target, dict(overrides)
+
+
 def check_game_id(game_id: Any) -> str:
     """``game_id`` if arena has that game (or it is ``textarena:ENV_ID``); an ArenaError listing the known ids
     otherwise."""
     if is_any_env(game_id):
+        resolve_env_id(game_id[len(TEXTARENA_PREFIX):])
         return game_id
     if not isinstance(game_id, str) or game_id not in VARIANTS:
+        hint = (f" ({game_id!r} looks like a TextArena id: write {TEXTARENA_PREFIX}{game_id})"
+                if isinstance(game_id, str) and re.search(r"-v\d", game_id) else "")
         raise ArenaError(f"unknown game id {game_id!r}; known games: {sorted(VARIANTS)}, or {TEXTARENA_PREFIX}ENV_ID "
-                         "for any two-player TextArena env (frontier players only)")
+                         f"for any two-player TextArena env (frontier players only){hint}")
     return game_id
 
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arena.games.negotiation_theory import pareto_counts
+from arena.games.ultimatum_theory import optimal_share
 
 # Games whose rewards are chips summed over several rounds; their summaries also report chips per round.
 CHIP_GAMES = frozenset({"kuhn", "leduc"})
@@ -142,7 +143,21 @@ def summarize_outcomes(game_id: str, rows: Sequence[Mapping[str, Any]], p0_spec:
         summary["mean_chips_per_round"] = {k: (v / rounds if rounds else None) for k, v in chips.items()}
     if game_id in DETAIL_GAMES:
         summary["trades"] = trade_summary(rows, seats)
+    if game_id == "ultimatum":
+        summary["splits"] = split_summary(rows, seats)
     return summary
+
+
+def split_summary(rows: Sequence[Mapping[str, Any]], seats: Sequence[tuple[int, int]]) -> dict[str, Any]:
+    """Ultimatum's measures over completed games: each player's mean money, the share of offers accepted, and each
+    player's share of decisions that keep its win/draw/loss game value (exact: ``ultimatum_theory``)."""
+    done = [(row["details"], row["variant"], s) for row, s in zip(rows, seats, strict=True) if not row.get("errored")]
+    offers = [r["accepted"] for details, _, _ in done for r in details["rounds"]]
+    return {"mean_money": {key: (sum(d["money"][s[i]] for d, _, s in done) / len(done) if done else None)
+                           for i, key in enumerate(("p0", "p1"))},
+            "accepted_share": sum(offers) / len(offers) if offers else None,
+            "optimal_share": {key: optimal_share((d, v, s[i]) for d, v, s in done)
+                              for i, key in enumerate(("p0", "p1"))}}
 
 
 def trade_summary(rows: Sequence[Mapping[str, Any]], seats: Sequence[tuple[int, int]]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,13 @@ class ScoringBatch:
     each token at its own position, seeing its ancestors only. Tails and tries run rows of similar width together
     (see arena.players.levels). The output head is applied only at the hidden states that predict an action token
     -- the prompt's last position for every first token, a trie position for the others -- each distinct one once.
+
+    A decision scored **by choice** (its game's legal actions are a grammar: arena.games.variants.scored_by_choice)
+    has each token's log-probability renormalised over the tokens its legal actions continue with at that node
+    (constrained decoding): a token every legal action shares costs nothing, so an action's score no longer falls
+    with its length. ``choice_pick`` names one scored token per distinct (decision, head row, token),
+    ``choice_table`` each (decision, head row)'s siblings as indices into it (padded with its length), and
+    ``choice_group`` each scored token's (decision, head row), or the group count where it is not renormalised.
     """
 
     prompts: np.ndarray          # [S, Ls] int32, left-padded: the prompts, or their computed stems
@@ -41,6 +48,9 @@ class ScoringBatch:
     gather_action: np.ndarray    # and the action it belongs to
     action_offsets: tuple[int, ...]  # decision d owns actions [offsets[d], offsets[d+1])
     stored: tuple[tuple[int, int], ...] = ()  # per stored stem: (decision whose stream holds it, its tokens)
+    choice_pick: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    choice_table: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int32))
+    choice_group: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
 
     @property
     def tokens(self) -> int:  # token positions run through the body, padding included
@@ -92,6 +102,7 @@ class _Builder:
         self.head_src: list[tuple[int, int]] = []  # (prompt row, -1: its last state; else its trie column)
         self.scored: list[Any] = []  # per decision: [tokens, 3] (head row, token, action), array or list of tuples
         self.offsets = [0]
+        self.choices: list[bool] = []  # per decision: scored by choice
         self.lp = self.width = 0
         self.decisions = 0
 
@@ -112,8 +123,10 @@ class _Builder:
         return n_prompts * lp + trie + (len(self.head_src) + new_heads) * head_weight
 
     def add(self, prompt: tuple[int, ...], legal: tuple[tuple[int, ...], ...], reuse: int = 0,
-            fresh: bool = True) -> None:
-        """Add one decision; ``fresh``: a new prompt's row copies its legal list's cached shape."""
+            fresh: bool = True, choice: bool = False) -> None:
+        """Add one decision; ``fresh``: a new prompt's row copies its legal list's cached shape; ``choice``: scored
+        by choice (see ScoringBatch)."""
+        self.choices.append(choice)
         row = self.prompts.setdefault(prompt, len(self.prompts))
         new = row == len(self.rows)
         if reuse > self.reuse.get(row, (0, 0))[0]:
@@ -185,8 +198,9 @@ class _Builder:
         scored = np.concatenate([np.asarray(part, dtype=np.int64).reshape(-1, 3) for part in self.scored]
                                 or [np.zeros((0, 3), np.int64)])
         head, tok, act = (as_int(scored[:, k]) for k in range(3))
+        pick, table, group = choice_groups(head, tok, act, self.offsets, self.choices)
         return ScoringBatch(prompt_rows, pad, tail_rows, as_int(tail_stem), tail_len, trie, depth, mask,
-                            widths, as_int(src), head, tok, act, tuple(self.offsets), stored)
+                            widths, as_int(src), head, tok, act, tuple(self.offsets), stored, pick, table, group)
 
     def _trie(self, pad_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each prompt row's trie as [P, N] tokens and depths and its [P, N, N] ancestor mask (none: N = 0)."""
@@ -201,6 +215,31 @@ class _Builder:
                 mask[r, col, col] = True
             mask[r, np.arange(len(nodes), n), np.arange(len(nodes), n)] = True  # padding sees itself
         return tokens, depth, mask
+
+
+def choice_groups(head: np.ndarray, tok: np.ndarray, act: np.ndarray, offsets: Sequence[int],
+                  choices: Sequence[bool]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ScoringBatch's ``choice_pick``, ``choice_table`` and ``choice_group`` for scored tokens (``head``, ``tok``,
+    ``act``) of decisions owning actions [offsets[d], offsets[d+1]), those with ``choices[d]`` renormalised."""
+    n = len(head)
+    decision = np.searchsorted(np.asarray(offsets), act, side="right") - 1
+    on = np.nonzero(np.asarray(choices, dtype=bool)[decision])[0] if n and any(choices) else np.zeros(0, np.int64)
+    if not on.size:
+        return np.zeros(0, np.int32), np.zeros((0, 0), np.int32), np.zeros(n, np.int32)
+    heads = int(head.max()) + 1
+    group_key = decision[on].astype(np.int64) * heads + head[on]
+    _, group_of = np.unique(group_key, return_inverse=True)
+    vocab = int(tok.max()) + 1
+    pairs, first, _ = np.unique(group_of.astype(np.int64) * vocab + tok[on], return_index=True, return_inverse=True)
+    pair_group = pairs // vocab  # ascending: each group's distinct tokens are consecutive
+    groups = int(group_of.max()) + 1
+    counts = np.bincount(pair_group, minlength=groups)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    table = np.full((groups, int(counts.max())), len(pairs), dtype=np.int32)
+    table[pair_group, np.arange(len(pairs)) - starts[pair_group]] = np.arange(len(pairs))
+    group = np.full(n, groups, dtype=np.int32)
+    group[on] = group_of
+    return on[first].astype(np.int32), table, group
 
 
 MIN_STEM = 16  # shared prefixes shorter than this are recomputed per prompt
@@ -271,23 +310,23 @@ def _checked(prompt: Sequence[int], legal: Sequence[Sequence[int]]
 
 
 def build_batch(prompts: Sequence[Sequence[int]], actions: Sequence[Sequence[Sequence[int]]],
-                pad_id: int = 0) -> ScoringBatch:
+                pad_id: int = 0, choices: Sequence[bool] | None = None) -> ScoringBatch:
     """Every decision in one pass, whatever its size (see ScoringBatch)."""
     builder = _Builder()
-    for prompt, legal in zip(prompts, actions, strict=True):
-        builder.add(*_checked(prompt, legal))
+    for index, (prompt, legal) in enumerate(zip(prompts, actions, strict=True)):
+        builder.add(*_checked(prompt, legal), choice=bool(choices and choices[index]))
     return builder.build(pad_id)
 
 
 def pack_batches(prompts: Sequence[Sequence[int]], actions: Sequence[Sequence[Sequence[int]]], max_tokens: int,
-                 head_weight: int, key: str, pad_id: int = 0, reuse: Sequence[int] | None = None
-                 ) -> Iterator[tuple[int, int, ScoringBatch]]:
+                 head_weight: int, key: str, pad_id: int = 0, reuse: Sequence[int] | None = None,
+                 choices: Sequence[bool] | None = None) -> Iterator[tuple[int, int, ScoringBatch]]:
     """Consecutive decisions [start, end) in passes of at most ``max_tokens`` (see _Builder); yields each pass.
 
     ``reuse[d]``: how many leading tokens of decision d's prompt the cross-turn store holds (0: none), read when d
     is added, which for a later pass is after the caller resumed this generator (so after it scored and stored the
     passes before); a pass counts those prompts at full length, so the split depends only on the decisions and the
-    budget.
+    budget. ``choices[d]``: decision d is scored by choice (see ScoringBatch).
     """
     builder, start = _Builder(), 0
     for index, (prompt, legal) in enumerate(zip(prompts, actions, strict=True)):
@@ -301,6 +340,7 @@ def pack_batches(prompts: Sequence[Sequence[int]], actions: Sequence[Sequence[Se
                 f"one decision needs {alone} scoring tokens (a {len(prompt)}-token prompt and {len(legal)} legal "
                 f"actions of up to {max(map(len, legal))} tokens, each scored position of the output head counting "
                 f"{head_weight}), over {key} = {max_tokens}: raise {key} to at least {alone}")
-        builder.add(prompt, legal, reuse[index] if reuse is not None else 0)
+        builder.add(prompt, legal, reuse[index] if reuse is not None else 0,
+                    choice=bool(choices is not None and choices[index]))
     if len(prompts) > start:
         yield start, len(prompts), builder.build(pad_id)

@@ -16,6 +16,7 @@ from arena.core.errors import ArenaError
 from arena.core.hashing import digest_config, digest_dir
 from arena.core.pins import ADAPTER_WEIGHTS, model_pin, model_quant, read_model_config, versions
 from arena.games.base import Observation
+from arena.games.variants import scored_by_choice
 from arena.players.base import Decision, Player
 from arena.players.batching import MIN_STEM, ScoringBatch, pack_batches
 from arena.players.config import MLXPlayerConfig
@@ -163,7 +164,7 @@ class MLXPlayer(Player):
         """The observations' scoring passes under the token budget: (start, end, ScoringBatch) each."""
         return self._passes([self._prompt_ids(o) for o in observations],
                             [[self._action_ids(a) for a in o.legal_actions] for o in observations], None,
-                            max_tokens, key)
+                            max_tokens, key, [scored_by_choice(o.game_id) for o in observations])
 
     def begin_match(self) -> None:
         """A new match: the keys and values kept for the last one's games are dropped."""
@@ -245,15 +246,16 @@ class MLXPlayer(Player):
             streams = [(o.stream, o.player_id) if o.stream and len(p) > MIN_STEM else None
                        for o, p in zip(observations, prompts, strict=True)]
         reuse = [self.turns.reusable(s, p) for s, p in zip(streams, prompts, strict=True)]
+        choices = [scored_by_choice(o.game_id) for o in observations]
         order = list(range(len(observations)))
-        passes = self._passes(prompts, actions, reuse)
+        passes = self._passes(prompts, actions, reuse, choices=choices)
         first = next(passes, None)
         if first is not None and first[1] < len(order):
             # Several passes: cut them from the decisions in order of their new tokens, so each pass's prompts pad to
             # similar lengths (Liar's Dice, full view, 64 games: 1.46 -> 1.58 games/s); one pass keeps its order.
             order.sort(key=lambda i: (len(prompts[i]) - reuse[i], i))
-            prompts, actions, streams = ([xs[i] for i in order] for xs in (prompts, actions, streams))
-            passes = self._passes(prompts, actions, _LiveReuse(self.turns, streams, prompts))
+            prompts, actions, streams, choices = ([xs[i] for i in order] for xs in (prompts, actions, streams, choices))
+            passes = self._passes(prompts, actions, _LiveReuse(self.turns, streams, prompts), choices=choices)
         elif first is not None:
             passes = iter([first])
         out: list[np.ndarray] = [np.empty(0)] * len(order)
@@ -264,9 +266,10 @@ class MLXPlayer(Player):
         return out
 
     def _passes(self, prompts: list[tuple[int, ...]], actions: list, reuse: Sequence[int] | None,
-                max_tokens: int | None = None, key: str = "player.max_batch_tokens"):
+                max_tokens: int | None = None, key: str = "player.max_batch_tokens",
+                choices: Sequence[bool] | None = None):
         return pack_batches(prompts, actions, max_tokens or self.config.max_batch_tokens, self.shape.head_weight, key,
-                            self.tokenizer.pad_token_id or 0, reuse)
+                            self.tokenizer.pad_token_id or 0, reuse, choices)
 
     def _scored_pass(self, batch: ScoringBatch, prompts: list[tuple[int, ...]], streams: list) -> list[np.ndarray]:
         """One pass's decisions (``prompts``, ``streams``: theirs, in the pass's order): their log-policies; their

@@ -72,7 +72,17 @@ def _head_loglik(model: Any, states: mx.array, batch: ScoringBatch, logsumexp: C
     logits = output_head(model)(states).astype(mx.float32)
     logprobs = logits - logsumexp(logits, axis=-1, keepdims=True)
     picked = logprobs[mx.array(batch.gather_head), mx.array(batch.gather_tok)]
-    return _summed(picked, batch)
+    return _summed(by_choice(picked, batch), batch)
+
+
+def by_choice(picked: mx.array, batch: ScoringBatch) -> mx.array:
+    """Scored tokens' log-probabilities, those of decisions scored by choice renormalised over the tokens their
+    legal actions continue with at the same node (see ScoringBatch); differentiable; the rest as they are."""
+    if not batch.choice_pick.size:
+        return picked
+    siblings = mx.concatenate([picked[mx.array(batch.choice_pick)], mx.array([-mx.inf], dtype=picked.dtype)])
+    norm = mx.logsumexp(siblings[mx.array(batch.choice_table)], axis=1)
+    return picked - mx.concatenate([norm, mx.zeros(1, picked.dtype)])[mx.array(batch.choice_group)]
 
 
 def _summed(picked: mx.array, batch: ScoringBatch) -> mx.array:
@@ -100,7 +110,7 @@ def inference_loglik(model: Any, batch: ScoringBatch, stored: Sequence[Stored] =
         logits = output_head(model)(states).astype(mx.float32)
         mx.eval(logits)
         picked = np.asarray(logits)[batch.gather_head, batch.gather_tok] - log_normalisers(logits)[batch.gather_head]
-    return _summed(mx.array(picked.astype(np.float32)), batch)
+    return _summed(by_choice(mx.array(picked.astype(np.float32)), batch), batch)
 
 
 def prompt_positions(batch: ScoringBatch, caches: Sequence[PrefixCache], row: int) -> np.ndarray:

@@ -18,7 +18,7 @@ from arena.games.kuhn_theory import nash_policy
 from arena.games.leduc_cfr import nash_digest, nash_table
 from arena.games.nim_theory import nim_move
 from arena.games.tictactoe_theory import ttt_best_move, ttt_value, ttt_winner
-from arena.players import traders
+from arena.players import splitters, traders
 from arena.players.base import Decision, Player
 from arena.players.specs import EPS_ORACLE, EPS_ORACLE_FORM, parse_epsilon
 
@@ -154,13 +154,14 @@ class OraclePlayer(ScriptedPlayer):
     about 1e-5), sampled from the sample key at the observation's OpenSpiel info state.
     TicTacToe: memoised minimax (never loses). Nim: nim-sum (wins every won position). Liar's Dice: the
     binomial heuristic of ``liarsdice_choice``. Negotiation (no exact theory): the greedy trader's move.
+    Ultimatum: a minimax move (``splitters.minimax_split``: never loses).
     """
 
     spec = "oracle"
     helpers = (
         nash_policy, kuhn_action, nash_table, leduc_action, ttt_winner, ttt_value, ttt_best_move, nim_move,
         binomial_tail, liarsdice_bid_truth, liarsdice_choice, traders.greedy_move, traders.best_offer,
-        traders.incoming_gain, traders._gains,
+        traders.incoming_gain, traders._gains, splitters.minimax_split,
     )  # fmt: skip
 
     def __init__(self, kuhn_alpha: float = 0.0) -> None:
@@ -189,6 +190,8 @@ class OraclePlayer(ScriptedPlayer):
             return Decision(action=liarsdice_choice(state, legal))
         if observation.game_id == "negotiation":
             return Decision(action=traders.greedy_move(state, legal))
+        if observation.game_id == "ultimatum":
+            return Decision(action=splitters.minimax_split(state))
         raise ValueError(f"the oracle has no policy for game {observation.game_id!r}")
 
 
@@ -224,14 +227,19 @@ class EpsOraclePlayer(ScriptedPlayer):
 
 
 class TraderPlayer(ScriptedPlayer):
-    """A negotiation policy of ``arena.players.traders`` (only for ``negotiation``: other games have no offers)."""
+    """A negotiation policy of ``arena.players.traders``; ``greedy``, ``fair`` and ``never`` also play ultimatum
+    (``arena.players.splitters``). Other games have no offers."""
 
     helpers = (traders.incoming_gain, traders.proposer_base_gain, traders._gains, traders.best_offer)
     move: Callable[[Mapping[str, Any], Sequence[str]], str]
+    split: Callable[[Mapping[str, Any]], str] | None = None
 
     def act(self, observation: Observation) -> Decision:
+        if observation.game_id == "ultimatum" and type(self).split is not None:
+            return Decision(action=type(self).split(observation.state))
         if observation.game_id != "negotiation":
-            raise ValueError(f"scripted player {self.spec!r} plays only negotiation, not {observation.game_id!r}")
+            raise ValueError(f"scripted player {self.spec!r} plays only negotiation"
+                             f"{' and ultimatum' if type(self).split else ''}, not {observation.game_id!r}")
         return Decision(action=type(self).move(observation.state, observation.legal_actions))
 
 
@@ -240,7 +248,8 @@ class GreedyTrader(TraderPlayer):
 
     spec = "greedy"
     move = staticmethod(traders.greedy_move)
-    helpers = (*TraderPlayer.helpers, traders.greedy_move)
+    split = staticmethod(splitters.greedy_split)
+    helpers = (*TraderPlayer.helpers, traders.greedy_move, splitters.greedy_split)
 
 
 class FairTrader(TraderPlayer):
@@ -248,7 +257,8 @@ class FairTrader(TraderPlayer):
 
     spec = "fair"
     move = staticmethod(traders.fair_move)
-    helpers = (*TraderPlayer.helpers, traders.fair_move)
+    split = staticmethod(splitters.fair_split)
+    helpers = (*TraderPlayer.helpers, traders.fair_move, splitters.fair_split)
 
 
 class NeverTrader(TraderPlayer):
@@ -256,6 +266,8 @@ class NeverTrader(TraderPlayer):
 
     spec = "never"
     move = staticmethod(lambda state, legal: "[Deny]")
+    split = staticmethod(splitters.never_split)
+    helpers = (*TraderPlayer.helpers, splitters.never_split)
 
 
 class ResponderTrader(TraderPlayer):

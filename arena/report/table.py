@@ -77,4 +77,10 @@ def render_match(summary: Mapping[str, Any], p0: str, p1: str) -> Table:
     if trades:
         table.caption += (f"; {trades['accepted']} trades, Pareto-improving share "
                           f"{number(trades['pareto_share'], 3)}")
+    splits = summary.get("splits")
+    if splits:
+        money = splits["mean_money"]
+        table.caption += (f"; money ${number(money['p0'], 1)} vs ${number(money['p1'], 1)}"
+                          f", offers accepted {number(splits['accepted_share'], 3)}, optimal moves "
+                          f"{number(splits['optimal_share']['p0'], 3)} vs {number(splits['optimal_share']['p1'], 3)}")
     return table
