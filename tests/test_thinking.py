@@ -179,8 +179,8 @@ def test_params_errors_name_the_section():
         with pytest.raises(ConfigError, match=expected):
             validate_all(broken)
     training = copy.deepcopy(params)
-    training["selfplay"]["think"] = {"max_tokens": 4}
-    with pytest.raises(ConfigError, match="selfplay.think .* rounds do not train reasoning yet"):
+    training["selfplay"]["think"] = {"tokens": 4}
+    with pytest.raises(ConfigError, match="unknown key selfplay.think.tokens"):
         validate_all(training)
 
 

@@ -200,6 +200,7 @@ def _check_plan(configs: Mapping[str, Any]) -> None:
             configs["train"].group_by, f"'seat' compares the games a deal plays from one seat, so it needs two or more "
             f"a seat: selfplay.group_size >= 4, got {selfplay.group_size}")
     _check_full_width(configs)
+    _check_think(configs)
     _check_probe(configs)
     check_base_fits(configs["base"], configs["train"])
     lsp = configs["lsp"]
@@ -232,6 +233,22 @@ def _check_full_width(configs: Mapping[str, Any]) -> None:
     require(not other, "train.neurd_values", "exact",
             f"needs every selfplay game to have exact theory ({', '.join(FULL_WIDTH_GAMES)}), but selfplay trains "
             f"{games}; drop {other} or use train.neurd_values: sampled")
+
+
+def _check_think(configs: Mapping[str, Any]) -> None:
+    """``selfplay.think`` trains whole replies with GRPO in loop: selfplay's rounds, one iteration a round, in one
+    process (arena.train.selfplay.thinkround)."""
+    if not configs["selfplay"].think:
+        return
+    think = dict(configs["selfplay"].think)
+    require(configs["loop"] == "selfplay", "selfplay.think", think,
+            f"trains reasoning in loop: selfplay's rounds, but loop is {configs['loop']!r}; use loop: selfplay")
+    require(configs["train"].objective == "grpo", "selfplay.think", think,
+            f"trains whole replies with GRPO, but train.objective is {configs['train'].objective!r}; "
+            "use train.objective: grpo")
+    require(configs["selfplay"].iterations_per_round == 1, "selfplay.think", think,
+            f"trains one iteration a round, but selfplay.iterations_per_round is "
+            f"{configs['selfplay'].iterations_per_round}; use selfplay.iterations_per_round: 1")
 
 
 def validate_all(params: Mapping[str, Any]) -> None:
