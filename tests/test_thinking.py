@@ -239,3 +239,18 @@ def test_a_thinking_round_evaluation_reports_reasoning_and_estimated_exploitabil
     assert "reasoning" in kuhn and "kuhn_policy" in kuhn
     with pytest.raises(ArenaError, match="thinks before it moves"):
         _player(standin_dir).policy([])
+
+
+def test_nim_winning_mass_is_estimated_over_sampled_reasoning(standin_dir):
+    from arena.eval.thinkexact import nim_thinking_samples, winning_mass_interval
+
+    configurations = [(1, 2, 1), (3, 4, 5), (2, 2, 1)]
+    player = _player(standin_dir, max_tokens=4)
+    samples = nim_thinking_samples(player, configurations, 2)
+    assert samples == nim_thinking_samples(_player(standin_dir, max_tokens=4), configurations, 2)  # same keys
+    assert list(samples) == configurations and all(len(v) == 2 and all(0 <= x <= 1 for x in v)
+                                                   for v in samples.values())
+    estimate = winning_mass_interval(samples, boot=200)
+    assert estimate["interval"][0] <= estimate["winning_move_mass"] <= estimate["interval"][1]
+    flat = winning_mass_interval({(1, 2): [0.25, 0.25], (3, 1): [0.75, 0.75]}, boot=50)
+    assert flat["winning_move_mass"] == 0.5 and flat["interval"] == [0.5, 0.5]

@@ -112,3 +112,29 @@ def test_think_in_a_loop_that_cannot_train_it_is_one_line():
         validate_all(broken)
     with pytest.raises(ConfigError, match="use loop: selfplay"):
         validate_all(_params(loop="rest"))
+
+
+def test_the_headline_tournament_gives_thinking_and_frontier_players_the_same_text_and_budget(standin_dir):
+    from arena.players.config import FrontierConfig, MLXPlayerConfig, ThinkConfig
+    from arena.players.frontier import FrontierPlayer
+    from arena.players.mlx import MLXPlayer
+
+    params = load_params("params.yaml")
+    params["tournament"] = {**params["tournament"], "think": {"max_tokens": 64},
+                            "frontier": ["openai:m@http://127.0.0.1:9/v1"]}
+    params["frontier"] = {"view": "full"}
+    with pytest.raises(ConfigError, match="tournament.view = 'compact' is invalid: differs from frontier.view"):
+        validate_all(params)
+    params["frontier"] = {"view": "compact"}
+    with pytest.raises(ConfigError, match="tournament.think.max_tokens = 64 .* frontier.max_tokens = 32"):
+        validate_all(params)
+    params["frontier"] = {"view": "compact", "max_tokens": 64}
+    validate_all(params)
+    # Every score card carries both players' pins: each states its reasoning budget.
+    frontier = FrontierPlayer("m", "http://127.0.0.1:9/v1", FrontierConfig(view="compact", max_tokens=64))
+    local = MLXPlayer(standin_dir, MLXPlayerConfig(think=ThinkConfig(max_tokens=64)))
+    assert frontier.pin()["think"]["max_tokens"] == local.pin()["think"]["max_tokens"] == 64
+    # Without a thinking local player (or without frontier players) nothing is required.
+    params["frontier"] = {"view": "full"}
+    params["tournament"] = {**params["tournament"], "think": {}}
+    validate_all(params)
