@@ -22,11 +22,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ("arena", "mlx-lm", "mlx-lm-host")
+CASES = ("arena", "mlx-lm", "mlx-lm-host", "mlx-lm-server")
 LABELS = {
     "arena": "arena: players/thinking.generate_fast (batch KV caches, per-row counter-hash Gumbel keys)",
     "mlx-lm": "mlx-lm 0.32 batch_generate (make_sampler(temp=1.0)), the model as loaded",
     "mlx-lm-host": "mlx-lm 0.32 batch_generate under arena's host float32 projections (the same matmuls as arena)",
+    "mlx-lm-server": "mlx_lm.server 0.32 (continuous batching) on loopback, a float32 copy of the same weights, every "
+                     "row one /v1/completions request, all in flight (bench/thinking_server.py)",
 }
 
 
@@ -51,6 +53,10 @@ def run_case(case: str, model_dir: str, rows: int, tokens: int) -> dict:
 
     player = MLXPlayer(model_dir, MLXPlayerConfig(think=ThinkConfig(max_tokens=tokens)))
     prompts = _prompts(player, rows)
+    if case == "mlx-lm-server":  # the same prompts as text, to a server this case starts and stops
+        from thinking_server import run_server_case
+
+        return run_server_case(model_dir, [player.tokenizer.decode(list(p)) for p in prompts], tokens)
     keys = thinking.row_keys(range(rows))
 
     def ours(n: int) -> int:

@@ -207,6 +207,16 @@ def test_the_report_draws_each_games_exact_measures(leaderboard, tmp_path):
     assert "each game&#x27;s exact measure over rounds" in page
 
 
+def test_the_report_plots_a_thinking_runs_reasoning(leaderboard, tmp_path):
+    stats = [{"reasoning_tokens_mean": 20.0 + n, "reasoning_tokens_std": 4.0, "last_named_differs_rate": 0.5 - 0.1 * n,
+              "names_a_move_rate": 0.3} for n in range(3)]
+    evals = [{"round": n, "rollout_reasoning": stats[n], "reasoning": stats[n]} for n in range(3)]
+    files = write_report(leaderboard, tmp_path / "r", reasoning_rounds=evals)
+    assert "reasoning_rounds.png" in [p.name for p in files]
+    assert "reasoning length and disagreement over rounds" in (tmp_path / "r" / "index.html").read_text()
+    assert "reasoning_rounds.png" not in [p.name for p in write_report(leaderboard, tmp_path / "plain")]
+
+
 def test_the_report_leads_with_what_was_learned_and_flags_a_worse_last_round(leaderboard, tmp_path):
     evals = [{"round": n, "exact": {"kuhn[rounds=5]": {"exploitability": 0.35 - 0.1 * n},
                                     "leduc": {"exploitability": [1.893, 0.607, 1.357][n]}}} for n in range(3)]

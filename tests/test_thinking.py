@@ -179,8 +179,8 @@ def test_params_errors_name_the_section():
         with pytest.raises(ConfigError, match=expected):
             validate_all(broken)
     training = copy.deepcopy(params)
-    training["selfplay"]["think"] = {"max_tokens": 4}
-    with pytest.raises(ConfigError, match="selfplay.think .* rounds do not train reasoning yet"):
+    training["selfplay"]["think"] = {"tokens": 4}
+    with pytest.raises(ConfigError, match="unknown key selfplay.think.tokens"):
         validate_all(training)
 
 
@@ -239,3 +239,44 @@ def test_a_thinking_round_evaluation_reports_reasoning_and_estimated_exploitabil
     assert "reasoning" in kuhn and "kuhn_policy" in kuhn
     with pytest.raises(ArenaError, match="thinks before it moves"):
         _player(standin_dir).policy([])
+
+
+def test_nim_winning_mass_is_estimated_over_sampled_reasoning(standin_dir):
+    from arena.eval.thinkexact import nim_thinking_samples, winning_mass_interval
+
+    configurations = [(1, 2, 1), (3, 4, 5), (2, 2, 1)]
+    player = _player(standin_dir, max_tokens=4)
+    samples = nim_thinking_samples(player, configurations, 2)
+    assert samples == nim_thinking_samples(_player(standin_dir, max_tokens=4), configurations, 2)  # same keys
+    assert list(samples) == configurations and all(len(v) == 2 and all(0 <= x <= 1 for x in v)
+                                                   for v in samples.values())
+    estimate = winning_mass_interval(samples, boot=200)
+    assert estimate["interval"][0] <= estimate["winning_move_mass"] <= estimate["interval"][1]
+    flat = winning_mass_interval({(1, 2): [0.25, 0.25], (3, 1): [0.75, 0.75]}, boot=50)
+    assert flat["winning_move_mass"] == 0.5 and flat["interval"] == [0.5, 0.5]
+
+
+def test_repeated_prompts_are_prefilled_once_and_sample_as_alone(standin_dir, monkeypatch):
+    """Several reasonings of one position (thinkexact's samples) share its prefill; each row still samples as if
+    it were generated with its prompt alone."""
+    from mlx_lm.models import cache as mlx_cache
+
+    from arena.players.policy import canonical_observations
+
+    player = _player(standin_dir)
+    a, b = (player.think_prompts.prompt_ids(o) for o in list(canonical_observations().values())[:2])
+    keys = thinking.row_keys([5, 6, 7, 8])
+    together = thinking.generate_rows(player.model, [a, a, b, a], keys, 6, 1.0, set())
+    alone = [thinking.generate_rows(player.model, [p], keys[i:i + 1], 6, 1.0, set())[0]
+             for i, p in enumerate([a, a, b, a])]
+    assert together == alone and together[0] != together[1]  # own keys: the repeats reason differently
+    prefilled = []
+
+    class Spy(mlx_cache.BatchKVCache):
+        def __init__(self, left_padding):
+            prefilled.append(len(left_padding))
+            super().__init__(left_padding)
+
+    monkeypatch.setattr(mlx_cache, "BatchKVCache", Spy)
+    thinking.generate_rows(player.model, [a, a, b, a], keys, 2, 1.0, set())
+    assert set(prefilled) == {2}  # every layer's cache was prefilled with the 2 distinct prompts, then expanded

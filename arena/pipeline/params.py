@@ -20,7 +20,7 @@ from arena.core.seeds import SeedsConfig, check_seed_ranges, format_range, grpo_
 from arena.eval.config import EvalConfig, RoundEvalConfig, TournamentConfig
 from arena.games.variants import check_game_id, validate_variant
 from arena.play.config import ProbeConfig, ShardsConfig
-from arena.players.config import FrontierConfig
+from arena.players.config import FrontierConfig, think_config
 from arena.players.specs import SCRIPTED_NAMES, SPEC_HELP, parse_spec
 from arena.train.config import (
     FULL_WIDTH_GAMES,
@@ -200,6 +200,8 @@ def _check_plan(configs: Mapping[str, Any]) -> None:
             configs["train"].group_by, f"'seat' compares the games a deal plays from one seat, so it needs two or more "
             f"a seat: selfplay.group_size >= 4, got {selfplay.group_size}")
     _check_full_width(configs)
+    _check_think(configs)
+    _check_fair(configs)
     _check_probe(configs)
     check_base_fits(configs["base"], configs["train"])
     lsp = configs["lsp"]
@@ -232,6 +234,43 @@ def _check_full_width(configs: Mapping[str, Any]) -> None:
     require(not other, "train.neurd_values", "exact",
             f"needs every selfplay game to have exact theory ({', '.join(FULL_WIDTH_GAMES)}), but selfplay trains "
             f"{games}; drop {other} or use train.neurd_values: sampled")
+
+
+def _check_think(configs: Mapping[str, Any]) -> None:
+    """``selfplay.think`` trains whole replies with GRPO in loop: selfplay's rounds, one iteration a round, in one
+    process (arena.train.selfplay.thinkround)."""
+    if not configs["selfplay"].think:
+        return
+    think = dict(configs["selfplay"].think)
+    require(configs["loop"] == "selfplay", "selfplay.think", think,
+            f"trains reasoning in loop: selfplay's rounds, but loop is {configs['loop']!r}; use loop: selfplay")
+    require(configs["train"].objective == "grpo", "selfplay.think", think,
+            f"trains whole replies with GRPO, but train.objective is {configs['train'].objective!r}; "
+            "use train.objective: grpo")
+    require(configs["selfplay"].iterations_per_round == 1, "selfplay.think", think,
+            f"trains one iteration a round, but selfplay.iterations_per_round is "
+            f"{configs['selfplay'].iterations_per_round}; use selfplay.iterations_per_round: 1")
+
+
+def _check_fair(configs: Mapping[str, Any]) -> None:
+    """A tournament that pits a thinking local player against frontier players gives both the same observation text
+    (``frontier.view`` = the section's ``view``) and the same reasoning budget (``frontier.max_tokens`` = the
+    section's ``think.max_tokens``); each player's pin then states its budget on every score card."""
+    frontier = configs["frontier"]
+    for name in ("baseline", "tournament"):
+        section = configs.get(name)
+        if section is None or not section.think:
+            continue
+        specs = [*section.frontier, *(spec for spec in section.players if spec.startswith("openai:"))]
+        if not specs or not any(spec.startswith("mlx:") for spec in section.players):
+            continue
+        budget = think_config(name, section.think).max_tokens
+        require(frontier.view == section.view, f"{name}.view", section.view,
+                f"differs from frontier.view = {frontier.view!r}: a thinking local player and the frontier players "
+                f"{specs} must see the same observation text; set both to the same view")
+        require(frontier.max_tokens == budget, f"{name}.think.max_tokens", budget,
+                f"differs from frontier.max_tokens = {frontier.max_tokens}: a thinking local player and the frontier "
+                f"players {specs} get the same reasoning budget; set both to the same number of tokens")
 
 
 def validate_all(params: Mapping[str, Any]) -> None:

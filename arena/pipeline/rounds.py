@@ -18,10 +18,12 @@ from typing import Any
 
 from arena.core.artifacts import atomic_write_json
 from arena.core.config import load_section
+from arena.core.errors import ArenaError
 from arena.core.seeds import SeedsConfig
 from arena.eval.config import EvalConfig, RoundEvalConfig
 from arena.eval.puzzlebench import evaluate_lsp_round
 from arena.eval.roundeval import evaluate_round, round_games
+from arena.play.records import read_shard
 from arena.players.config import sampling_config
 from arena.report.summary import round_headline, round_line
 from arena.train.config import (
@@ -43,6 +45,8 @@ from arena.train.rest.sft import empty_win_set, round_metrics, train_rest_round
 from arena.train.selfplay.launch import launch_for, launch_train_round
 from arena.train.selfplay.rollouts import play_round
 from arena.train.selfplay.step import train_round
+from arena.train.selfplay.thinkround import train_thinking_round
+from arena.train.thinking import reasoning_stats
 
 
 @dataclass(frozen=True)
@@ -145,12 +149,19 @@ def _train(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
         train_lsp_round(paths.snapshot(prev), reference, paths.rollouts(n), n, load_section(LspConfig, "lsp", params),
                         config, paths.trained(n))
         return
+    selfplay = load_section(SelfPlayConfig, "selfplay", params)
+    if selfplay.think:  # whole replies: reasoning tokens and the move (validated: objective grpo)
+        if launch is not None:
+            raise ArenaError("selfplay.think trains in one process, not data-parallel: unset ARENA_TRAIN_LAUNCH")
+        train_thinking_round(paths.snapshot(prev), reference, paths.rollouts(n), n, selfplay, config,
+                             paths.trained(n), previous=paths.trained(prev))
+        return
     if launch is not None:
         launch_train_round(launch, paths.snapshot(prev), reference, paths.rollouts(n), n, params, paths.trained(n),
                            paths.pool(prev))
         return
-    train_round(paths.snapshot(prev), reference, paths.rollouts(n), n, load_section(SelfPlayConfig, "selfplay", params),
-                config, paths.trained(n), pool_file=paths.pool(prev), seeds=load_section(SeedsConfig, "seeds", params))
+    train_round(paths.snapshot(prev), reference, paths.rollouts(n), n, selfplay, config, paths.trained(n),
+                pool_file=paths.pool(prev), seeds=load_section(SeedsConfig, "seeds", params))
 
 
 def _memory(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
@@ -174,5 +185,8 @@ def round_n(paths: RoundPaths, params: Mapping[str, Any]) -> None:
     selfplay = load_section(SelfPlayConfig, "selfplay", params)
     build_pool(paths.pool(prev), paths.snapshot(n), load_section(PoolConfig, "pool", params), selfplay.game,
                paths.pool(n), sampling_config(selfplay))
-    _evaluate(paths, n, params, round_metrics(paths.rollouts(n), paths.trained(n)) if loop != "lsp" else {})
+    extra = round_metrics(paths.rollouts(n), paths.trained(n)) if loop != "lsp" else {}
+    if loop == "selfplay" and selfplay.think:  # the rollouts' reasoning (only then: other rounds keep their bytes)
+        extra["rollout_reasoning"] = reasoning_stats(read_shard(paths.rollouts(n)))
+    _evaluate(paths, n, params, extra)
     _said(paths, n, started)

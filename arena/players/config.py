@@ -56,11 +56,18 @@ class ThinkConfig:
         require(bool(self.instruction.strip()), "player.think.instruction", self.instruction, "must not be empty")
 
 
+# Why a loop's rounds do not train reasoning (``refuse_think``).
+THINK_REFUSALS = {
+    "rest": "ReST's SFT trains on (prompt, move) pairs through mlx-lm's chat dataset, not on whole replies: train a "
+            "thinking player with loop: selfplay, selfplay.think and train.objective: grpo",
+    "lsp": "LSP's proposer and solver answer in masked grammars without reasoning: train a thinking player with "
+           "loop: selfplay, selfplay.think and train.objective: grpo",
+}
+
+
 def refuse_think(section: str, think: Mapping[str, Any]) -> None:
-    """A training section's ``think:`` is refused in one line: the pipeline's rounds do not train reasoning yet."""
-    require(not think, f"{section}.think", dict(think), "rounds do not train reasoning yet: train a thinking player "
-            "with arena.train.thinking (bench/thinking_round.py); the evaluation sections (roundeval, baseline, "
-            "tournament, shards) take think")
+    """A ``think:`` in a loop section whose rounds do not train reasoning is refused in one line, saying why."""
+    require(not think, f"{section}.think", dict(think), THINK_REFUSALS[section])
 
 
 def think_config(section: str, value: Mapping[str, Any] | ThinkConfig | None) -> ThinkConfig | None:

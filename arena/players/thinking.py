@@ -149,11 +149,20 @@ def generate_rows(model: Any, prompts: Sequence[Sequence[int]], keys: mx.array, 
 
     width = max(len(p) for p in prompts)
     padding = [width - len(p) for p in prompts]
-    tokens = mx.array([[0] * pad + list(p) for pad, p in zip(padding, prompts, strict=True)], dtype=mx.int32)
-    caches = [BatchKVCache(padding) for _ in model.layers]
+    # Each distinct prompt is prefilled once; its rows (several reasonings of one position) share its keys and values.
+    distinct: dict[tuple[int, ...], int] = {}
+    inverse = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]
+    unique = list(distinct)
+    tokens = mx.array([[0] * (width - len(p)) + list(p) for p in unique], dtype=mx.int32)
+    caches = [BatchKVCache([width - len(p) for p in unique]) for _ in model.layers]
     head = output_head(model)
-    hidden = model.model(tokens, cache=caches)
-    logits = head(hidden[:, -1, :])
+    hidden = model.model(tokens, cache=caches)[:, -1, :]
+    if len(unique) < len(prompts):
+        expand = mx.array(inverse, dtype=mx.int32)
+        hidden = hidden[expand]
+        for cache in caches:
+            cache.filter(expand)
+    logits = head(hidden)
     out: list[list[int]] = [[] for _ in prompts]
     done = [False] * len(prompts)
     stop_array = mx.array(sorted(stops) or [-1], dtype=mx.int32)

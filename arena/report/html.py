@@ -15,6 +15,7 @@ from arena.report.lspplots import plot_lsp_rounds
 from arena.report.plots import PNG_SIGNATURE, ReportError, plot_head_to_head, plot_rounds, short_label
 from arena.report.summary import curve_facts, curve_sentence, curves, player_name, published_sentences
 from arena.report.table import PIN_PREFIX, interval, number
+from arena.report.thinkplots import plot_reasoning_rounds
 
 _CSS = """
 body { font-family: sans-serif; margin: 2em; color: #222; }
@@ -241,11 +242,13 @@ def build_html(leaderboard: Mapping[str, Any], images: Mapping[str, bytes | str 
 def write_report(
     leaderboard: Mapping[str, Any], out_dir: str | Path, *, rounds: Sequence[Mapping[str, Any]] | None = None,
     lsp_rounds: Sequence[Mapping[str, Any]] | None = None, exact_rounds: Sequence[Mapping[str, Any]] | None = None,
+    reasoning_rounds: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[Path]:
     """Write the whole report directory atomically: leaderboard.json, the PNG plots and index.html.
 
     ``lsp_rounds`` (loop: lsp's eval@r files) adds the held-out puzzle accuracy and the challenger's curves;
-    ``exact_rounds`` (eval@r files with exact measures) a panel per game with a curve per exact measure.
+    ``exact_rounds`` (eval@r files with exact measures) a panel per game with a curve per exact measure;
+    ``reasoning_rounds`` (a thinking run's eval@r files) its reasoning length and disagreement over rounds.
     """
     images = {"head to head, all games": plot_head_to_head(leaderboard)}
     files = {"head_to_head.png": images["head to head, all games"]}
@@ -257,6 +260,9 @@ def write_report(
             files["lsp_rounds.png"] = plot_lsp_rounds({"snapshots": lsp_rounds})
     if exact_rounds:
         exact_png = files["exact_rounds.png"] = plot_exact_rounds(exact_rounds)
+    if reasoning_rounds:
+        images["reasoning length and disagreement over rounds"] = files["reasoning_rounds.png"] = \
+            plot_reasoning_rounds(reasoning_rounds)
     out_dir = Path(out_dir)
     with atomic_dir(out_dir) as tmp:
         (tmp / "leaderboard.json").write_text(dump_json(leaderboard), encoding="utf-8")

@@ -11,6 +11,7 @@ from arena.core.artifacts import atomic_write_json
 from arena.eval.leaderboard import build_leaderboard, write_leaderboard
 from arena.eval.scorecards import load_archive, load_excluded
 from arena.report.html import write_report
+from arena.report.thinkplots import has_reasoning
 
 
 def headline(leaderboard: dict[str, Any]) -> dict[str, Any]:
@@ -62,6 +63,7 @@ def publish(archives: Sequence[str | Path], eval_files: Sequence[str | Path], sc
     evals = [json.loads(Path(path).read_text()) for path in eval_files]
     lsp = [e for e in evals if e.get("loop") == "lsp"]
     exact = [e for e in evals if e.get("exact")]
+    thinking = [e for e in evals if has_reasoning(e)]
     write_report(leaderboard, report_dir, rounds=round_history(eval_files, leaderboard, baseline) or None,
-                 lsp_rounds=lsp or None, exact_rounds=exact or None)
+                 lsp_rounds=lsp or None, exact_rounds=exact or None, reasoning_rounds=thinking or None)
     return leaderboard

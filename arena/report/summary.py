@@ -104,6 +104,26 @@ def round_headline(result: Mapping[str, Any]) -> dict[str, Any]:
     if not out:
         out = {k: v for k, v in result.items()
                if isinstance(v, int | float) and not isinstance(v, bool) and k != "round"}
+    out.update(reasoning_headline(result))
+    return out
+
+
+# A thinking round's reasoning statistics in its headline: (eval key, headline key) pairs, and the short names kept.
+REASONING_KEYS = (("reasoning", "reasoning"), ("rollout_reasoning", "rollout_reasoning"))
+REASONING_SHORT = {"reasoning_tokens_mean": "tokens_mean", "reasoning_tokens_std": "tokens_std",
+                   "last_named_differs_rate": "differs", "names_a_move_rate": "names_a_move"}
+
+
+def reasoning_headline(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A thinking round's reasoning length (mean, spread) and how often the last move its reasoning names differs
+    from the move played, in the round eval's games (``reasoning``) and its rollouts (``rollout_reasoning``);
+    nothing for a round that does not think."""
+    out = {}
+    for key, name in REASONING_KEYS:
+        stats = result.get(key) or {}
+        short = {REASONING_SHORT[k]: v for k, v in stats.items() if k in REASONING_SHORT and v is not None}
+        if short:
+            out[name] = short
     return out
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from arena.core.config import require, require_choice
 from arena.core.seeds import as_seed_range
 from arena.games.variants import PUZZLE_KINDS, check_game_id, game_label
-from arena.players.config import MLXPlayerConfig, refuse_think, sampling_config, think_field
+from arena.players.config import MLXPlayerConfig, refuse_think, sampling_config, think_config, think_field
 from arena.players.specs import EPS_ORACLE_FORM, SCRIPTED_NAMES, is_scripted
 
 QUANTS = {"none": None, "q8": 8, "q4": 4}
@@ -120,7 +120,7 @@ class SelfPlayConfig:
                 "must be >= 0 (distinct prompts whose scored policy a rollout player keeps; 0: no memo)")
         require(self.group_size >= 2 and self.group_size % 2 == 0, "selfplay.group_size", self.group_size,
                 "must be an even number >= 2 (each deal is played from both seats)")
-        refuse_think("selfplay", self.think)
+        think_config("selfplay", self.think)  # unknown keys and bad values, as the players will load it
         sampling_config(self)
         require(self.temperature > 0, "selfplay.temperature", self.temperature,
                 "must be > 0: GRPO needs sampled moves and their log-probabilities")

@@ -24,7 +24,9 @@ def _member(snapshot: str | Path, game: str, player_config: MLXPlayerConfig | No
 
     player = MLXPlayer(snapshot, player_config)
     member: dict[str, Any] = {"spec": player.spec, "pin": player.pin()}
-    if game == "kuhn":
+    # A thinking member's policy is an expectation over its reasoning, which one scoring pass cannot give: not
+    # measured here (the round's evaluation estimates the snapshot's, arena.eval.thinkexact).
+    if game == "kuhn" and (player_config is None or player_config.think is None):
         from arena.players.policy import model_policy
 
         member["kuhn_policy"] = model_policy(player)

@@ -43,14 +43,18 @@ def _observation(record: Mapping[str, Any], decision: Mapping[str, Any]) -> Obse
                        tuple(decision["legal"]), info_set=decision.get("info_set"))
 
 
-def replies(records: Iterable[Mapping[str, Any]], player: MLXPlayer) -> list[Reply]:
-    """Every reasoned decision of the finished games in ``records`` as a Reply (self-play: both seats learn)."""
+def replies(records: Iterable[Mapping[str, Any]], player: MLXPlayer, learner_only: bool = False,
+            invalid_penalty: float = 0.0) -> list[Reply]:
+    """Every reasoned decision of the finished games in ``records`` as a Reply (self-play: both seats learn), or
+    with ``learner_only`` the learner's alone (the record's ``first_seat``, as a pipeline round's rollouts have it);
+    a seat's reward is less ``invalid_penalty`` per invalid move it made."""
     out = []
     for record in records:
         if record["errored"]:
             continue
         for decision in record["decisions"]:
-            if decision.get("reasoning_tokens") is None:
+            if decision.get("reasoning_tokens") is None or (learner_only and
+                                                            decision["player"] != record["first_seat"]):
                 continue
             observation = _observation(record, decision)
             prompt = player.think_prompts.prompt_ids(observation)
@@ -60,7 +64,8 @@ def replies(records: Iterable[Mapping[str, Any]], player: MLXPlayer) -> list[Rep
             seat = decision["player"]
             out.append(Reply(player.thought_prompt(observation, reasoning), (len(prompt), len(prompt) + len(tokens)),
                              tuple(player.reply_prompts.action_ids(a) for a in observation.legal_actions),
-                             observation.legal_actions.index(decision["action"]), float(record["rewards"][seat]),
+                             observation.legal_actions.index(decision["action"]),
+                             float(record["rewards"][seat]) - invalid_penalty * record["invalid_moves"][seat],
                              (record["game_id"], seat)))
     return out
 
@@ -80,6 +85,15 @@ class RoleBaseline:
             old = self.means.get(role, 0.0)
             self.means[role] = self.decay * old + (1.0 - self.decay) * float(np.mean(rewards))
         return out
+
+    def as_json(self) -> dict[str, float]:
+        """The role means as ``{"game:seat": mean}`` (sorted), what a round hands the next."""
+        return {f"{game}:{seat}": self.means[(game, seat)] for game, seat in sorted(self.means)}
+
+    @classmethod
+    def from_json(cls, means: Mapping[str, float], decay: float = 0.95) -> RoleBaseline:
+        """The baseline ``as_json`` wrote."""
+        return cls(decay, {(key.rpartition(":")[0], int(key.rpartition(":")[2])): float(v) for key, v in means.items()})
 
 
 def _token_logps(model: Any, rows: Sequence[Sequence[int]]) -> mx.array:
@@ -104,29 +118,54 @@ def reply_logps(model: Any, reply: Reply, temperature: float) -> mx.array:
     return mx.concatenate([reasoning, move[None]])
 
 
+def thinking_terms(model: Any, batch: Sequence[Reply], advantages: np.ndarray, reference: Sequence[mx.array],
+                   beta: float, temperature: float, old: Sequence[mx.array] | None = None,
+                   clip_eps: float | None = None) -> tuple[mx.array, mx.array]:
+    """The loss (mean over replies of the policy-gradient term + beta x the reply's mean per-token k3 KL to
+    ``reference``) and that mean KL. Without ``old`` the policy-gradient term is -advantage x the reply's
+    log-probability (on-policy: PPO's ratio is 1); with ``old`` (the sampling policy's per-token log-probabilities)
+    it is PPO's clipped per-token surrogate, -sum_t min(r_t A, clip(r_t, 1 +- clip_eps) A): the same gradient at
+    r = 1, bounded on a round's later steps."""
+    total, kls = mx.array(0.0), mx.array(0.0)
+    for index, (reply, advantage, ref) in enumerate(zip(batch, advantages, reference, strict=True)):
+        new = reply_logps(model, reply, temperature)
+        kl = (mx.exp(ref - new) - (ref - new) - 1.0).mean()
+        if old is None:
+            surrogate = float(advantage) * new.sum()
+        else:
+            eps = 0.2 if clip_eps is None else clip_eps
+            ratio = mx.exp(new - old[index])
+            surrogate = mx.minimum(ratio * float(advantage),
+                                   mx.clip(ratio, 1.0 - eps, 1.0 + eps) * float(advantage)).sum()
+        total = total - surrogate + beta * kl
+        kls = kls + kl
+    return total / len(batch), kls / len(batch)
+
+
 def thinking_loss(model: Any, batch: Sequence[Reply], advantages: np.ndarray, reference: Sequence[mx.array],
                   beta: float, temperature: float) -> mx.array:
     """Mean over replies of -advantage x the reply's log-probability + beta x its mean per-token k3 KL."""
-    total = mx.array(0.0)
-    for reply, advantage, ref in zip(batch, advantages, reference, strict=True):
-        new = reply_logps(model, reply, temperature)
-        kl = mx.exp(ref - new) - (ref - new) - 1.0
-        total = total - float(advantage) * new.sum() + beta * kl.mean()
-    return total / len(batch)
+    return thinking_terms(model, batch, advantages, reference, beta, temperature)[0]
 
 
 def thinking_step(model: Any, optimizer: Any, batch: Sequence[Reply], baseline: RoleBaseline,
                   reference: Sequence[mx.array], beta: float = 0.04, temperature: float = 1.0) -> float:
     """One GRPO step over ``batch``'s whole replies (the reference's per-token log-probabilities given); the loss."""
+    return clipped_step(model, optimizer, batch, baseline.advantages(batch), reference, beta, temperature)[0]
+
+
+def clipped_step(model: Any, optimizer: Any, batch: Sequence[Reply], advantages: np.ndarray,
+                 reference: Sequence[mx.array], beta: float, temperature: float,
+                 old: Sequence[mx.array] | None = None, clip_eps: float | None = None) -> tuple[float, float]:
+    """One optimiser step on ``thinking_terms``'s loss; (loss, mean per-token KL)."""
     import mlx.nn as nn
 
-    advantages = baseline.advantages(batch)
-    loss_and_grad = nn.value_and_grad(model, lambda m: thinking_loss(m, batch, advantages, reference, beta,
-                                                                     temperature))
-    loss, grads = loss_and_grad(model)
+    loss_and_grad = nn.value_and_grad(model, lambda m: thinking_terms(m, batch, advantages, reference, beta,
+                                                                      temperature, old, clip_eps))
+    (loss, kl), grads = loss_and_grad(model)
     optimizer.update(model, grads)
-    mx.eval(model.parameters(), optimizer.state, loss)
-    return float(loss)
+    mx.eval(model.parameters(), optimizer.state, loss, kl)
+    return float(loss), float(kl)
 
 
 def reference_logps(model: Any, batch: Sequence[Reply], temperature: float = 1.0) -> list[mx.array]:
