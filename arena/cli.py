@@ -291,13 +291,16 @@ def exploitability_command(policy_file, game) -> None:
 
 @main.command("repro-check")
 @click.option("--repo", default=".", show_default=True, type=click.Path(exists=True, file_okay=False))
-def repro_check(repo) -> None:
-    """Rebuild every stage (`dvc repro --force`); exit 1 unless dvc.lock and committed scores are byte-identical."""
-    from arena.eval.reproduce import reproduction_check
+@click.option("--pipeline", default="dvc.yaml", show_default=True,
+              help="the dvc.yaml to rebuild, relative to --repo (realmodel/dvc.yaml: the real-model pipeline)")
+def repro_check(repo, pipeline) -> None:
+    """Rebuild a pipeline's stages (`dvc repro --force`); exit 1 unless its lock and committed scores are identical."""
+    from arena.eval.reproduce import published_paths, reproduction_check
 
-    result = reproduction_check(repo)
+    result = reproduction_check(repo, pipeline=pipeline)
     if result.ok:
-        click.echo("REPRODUCED: dvc.lock and every committed result are byte-identical")
+        locks = " and ".join(p for p in published_paths(pipeline) if p.endswith("dvc.lock"))
+        click.echo(f"REPRODUCED {pipeline}: {locks} and every committed result are byte-identical")
         return
     for problem in result.problems:
         click.echo(f"NOT REPRODUCED: {problem}")
@@ -335,13 +338,21 @@ def preset(preset: str, params: str) -> None:
 @click.option("--no-fetch", is_flag=True, help="never fetch a missing model from the DVC remote")
 @click.option("--model-dir", "model_dirs", multiple=True, type=click.Path(file_okay=False),
               help="a directory outside --repo whose models cards may name (also $ARENA_MODEL_DIRS)")
-def verify(scorecards, repo, strict, no_fetch, model_dirs) -> None:
+@click.option("--params", "params_file", default="params.yaml", show_default=True,
+              help="the params file the cards' stage read, relative to --repo (realmodel/params.yaml)")
+def verify(scorecards, repo, strict, no_fetch, model_dirs, params_file) -> None:
     """Re-derive each published SCORECARD from its pins: locate models by digest, check pins, re-play, compare."""
+    from pathlib import Path
+
     from arena.eval.verify import verify_scorecard
 
+    if not (Path(repo) / params_file).is_file():
+        raise ArenaError(f"--params {params_file}: no such file in {repo}; name the params file the cards' "
+                         "stage read (params.yaml, realmodel/params.yaml)")
     failed = 0
     for card in scorecards:
-        result = verify_scorecard(card, repo=repo, strict=strict, fetch=not no_fetch, model_dirs=model_dirs)
+        result = verify_scorecard(card, repo=repo, strict=strict, fetch=not no_fetch, model_dirs=model_dirs,
+                                  params_file=params_file)
         click.echo(result.report())
         failed += not result.ok
     sys.exit(1 if failed else 0)

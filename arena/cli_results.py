@@ -17,7 +17,8 @@ ARCHIVES = (Path("artifacts/scores/baseline"), Path("artifacts/scores/final"))
 @click.option("--json", "as_json", is_flag=True, help="print the leaderboard JSON instead of a table")
 @click.option("--wide", is_flag=True, help="also show each player's full spec, pin, mu, sigma and games")
 @click.option("--rebuild", is_flag=True, help="recompute from the score cards even when leaderboard.json is current")
-def leaderboard(archives, as_json, wide, rebuild) -> None:
+@click.option("--versus", metavar="SPEC", help="print SPEC's results against each opponent as a markdown table")
+def leaderboard(archives, as_json, wide, rebuild, versus) -> None:
     """Rank players from score-card ARCHIVES (default: artifacts/scores/baseline and .../final).
 
     Reads artifacts/scores/leaderboard.json when it was built from exactly these cards; otherwise (or with
@@ -39,6 +40,14 @@ def leaderboard(archives, as_json, wide, rebuild) -> None:
         board = leaderboard_for(archives)
     if as_json:
         click.echo(json.dumps(board, indent=2, sort_keys=True))
+        return
+    if versus:
+        from arena.report.table import versus_markdown
+
+        try:
+            click.echo(versus_markdown(board, versus), nl=False)
+        except ValueError as error:
+            raise ArenaError(f"--versus {versus}: {error}") from None
         return
     console = Console()
     console.print(render_table(board, wide=wide))

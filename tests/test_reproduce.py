@@ -1,4 +1,5 @@
-"""The CI reproduction check goes red for a nondeterministic stage and stays green for a deterministic one."""
+"""The CI reproduction check goes red for a nondeterministic stage and stays green for a deterministic one, for the
+root dvc.yaml and for a second pipeline in a subdirectory (as realmodel/dvc.yaml is)."""
 
 import os
 import subprocess
@@ -22,8 +23,9 @@ def _run(cwd, *args):
     subprocess.run(list(args), cwd=cwd, check=True, capture_output=True)
 
 
-def _published_clone(tmp_path, script):
-    """A git + DVC repo whose stage writes a committed metrics file, built and committed, then freshly cloned."""
+def _published_clone(tmp_path, script, sub_script=None):
+    """A git + DVC repo whose stage writes a committed metrics file, built and committed, then freshly cloned; with
+    ``sub_script``, also a pipeline sub/dvc.yaml run from the root (wdir: ..) downstream of the root's stage."""
     origin = tmp_path / "origin"
     (origin / "artifacts").mkdir(parents=True)
     _run(origin, "git", "init", "-q")
@@ -36,6 +38,14 @@ def _published_clone(tmp_path, script):
         "      - artifacts/score.json:\n          cache: false\n"
     )
     _run(origin, "dvc", "repro", "-q")
+    if sub_script is not None:
+        (origin / "sub").mkdir()
+        (origin / "sub" / "sub.py").write_text(sub_script)
+        (origin / "sub" / "dvc.yaml").write_text(
+            "stages:\n  sub:\n    wdir: ..\n    cmd: python sub/sub.py\n    deps: [sub/sub.py, artifacts/score.json]\n"
+            "    metrics:\n      - artifacts/sub/score.json:\n          cache: false\n"
+        )
+        _run(origin, "dvc", "repro", "-q", "sub/dvc.yaml")
     _run(origin, "git", "add", "-A")
     _run(origin, "git", "commit", "-qm", "publish")
     clone = tmp_path / "clone"  # a fresh clone has no DVC cache, so the stage really runs again
@@ -54,3 +64,38 @@ def test_nondeterministic_stage_is_caught(tmp_path):
     assert "differ from the committed ones" in result.problems[0]
     assert "artifacts/score.json" in result.problems[0] and "dvc.lock" in result.problems[0]
     assert '"noise"' in result.diff
+
+
+SUB = "import os\nos.makedirs('artifacts/sub', exist_ok=True)\n"
+SUB_DETERMINISTIC = SUB + "open('artifacts/sub/score.json', 'w').write(open('artifacts/score.json').read())\n"
+SUB_NONDETERMINISTIC = SUB + "open('artifacts/sub/score.json', 'w').write('{\"noise\": %d}' % os.getpid())\n"
+
+
+def test_second_pipeline_reproduces(tmp_path):
+    result = reproduction_check(_published_clone(tmp_path, DETERMINISTIC, SUB_DETERMINISTIC), pipeline="sub/dvc.yaml")
+    assert result.ok, result.problems
+
+
+def test_second_pipelines_nondeterminism_is_caught_in_its_own_lock_and_results(tmp_path):
+    clone = _published_clone(tmp_path, DETERMINISTIC, SUB_NONDETERMINISTIC)
+    result = reproduction_check(clone, pipeline="sub/dvc.yaml")
+    assert not result.ok
+    assert "artifacts/sub/score.json" in result.problems[0] and "sub/dvc.lock" in result.problems[0]
+    assert "artifacts/score.json" not in result.problems[0].replace("artifacts/sub/score.json", "")
+    _run(clone, "git", "checkout", "--", ".")
+    assert reproduction_check(clone).ok  # the root pipeline's own check does not rebuild it
+
+
+def test_root_check_leaves_a_second_pipeline_to_its_own_run(tmp_path):
+    clone = _published_clone(tmp_path, DETERMINISTIC, SUB_DETERMINISTIC)
+    with open(clone / "sub" / "sub.py", "a") as handle:
+        handle.write("# edited: sub/dvc.yaml is out of date, dvc.yaml is not\n")
+    assert reproduction_check(clone).ok
+    result = reproduction_check(clone, pipeline="sub/dvc.yaml")
+    assert not result.ok and "sub/dvc.lock" in result.problems[0]
+
+
+def test_a_missing_pipeline_file_is_one_problem(tmp_path):
+    result = reproduction_check(tmp_path, pipeline="nope/dvc.yaml")
+    assert result.problems == [f"no pipeline file nope/dvc.yaml in {tmp_path}: name a dvc.yaml (dvc.yaml, "
+                               "realmodel/dvc.yaml)"]

@@ -118,6 +118,29 @@ def test_changed_eval_config_is_named(project):
     assert result.first_difference.name == "eval_config_hash"
 
 
+def test_a_second_pipelines_params_file_is_the_one_read(project):
+    """A card built from another params file (realmodel/params.yaml) verifies against that file, not the root's."""
+    (project / "sub").mkdir()
+    (project / "params.yaml").rename(project / "sub" / "params.yaml")
+    (project / "params.yaml").write_text(PARAMS.replace("rounds: 3", "rounds: 5"))  # the root's own eval
+    assert verify_scorecard(_card_path(project), repo=project).first_difference.name == "eval_config_hash"
+    result = verify_scorecard(_card_path(project), repo=project, params_file="sub/params.yaml")
+    assert result.verdict == MATCH and result.ok, result.report()
+
+
+def test_verify_names_a_missing_params_file_in_one_line(project):
+    from click.testing import CliRunner
+
+    from arena.cli import main
+
+    result = CliRunner().invoke(main, ["verify", "--repo", str(project), "--params", "nope.yaml",
+                                       str(_card_path(project))])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        f"error: --params nope.yaml: no such file in {project}; name the params file the cards' stage read "
+        "(params.yaml, realmodel/params.yaml)"]
+
+
 def _other_mlx(monkeypatch):
     real = arena.core.pins.versions
     monkeypatch.setattr(arena.core.pins, "versions", lambda: {**real(), "mlx": "0.99.0"})

@@ -207,7 +207,7 @@ def _verify_imported(card: Mapping[str, Any], code: CodeCheck, result: VerifyRes
 
 def verify_scorecard(path: str | Path, *, repo: str | Path = ".", section: str | None = None,
                      strict: bool = False, fetch: bool = True,
-                     model_dirs: Sequence[str | Path] = ()) -> VerifyResult:
+                     model_dirs: Sequence[str | Path] = (), params_file: str | Path = "params.yaml") -> VerifyResult:
     """Re-derive the score card at ``path`` from its pins in the repository ``repo``.
 
     ``section`` names the params.yaml section whose view/temperature the model players used (default:
@@ -216,7 +216,8 @@ def verify_scorecard(path: str | Path, *, repo: str | Path = ".", section: str |
     ``fetch`` lets a model missing from the workspace and the DVC cache be fetched from the DVC remote.
     A card's ``mlx:`` path is read only inside ``repo`` or a directory of ``model_dirs`` or ``$ARENA_MODEL_DIRS``.
     The card's code is compared with the code this arena runs from: a difference is reported (and named
-    as the likely cause of a MISMATCH) but never decides the verdict.
+    as the likely cause of a MISMATCH) but never decides the verdict. ``params_file`` (relative to ``repo``)
+    is the params file the card's stage read: ``realmodel/params.yaml`` for the real-model pipeline's cards.
     """
     repo = Path(repo).resolve()
     card = _load_card(Path(path))
@@ -227,7 +228,7 @@ def verify_scorecard(path: str | Path, *, repo: str | Path = ".", section: str |
         return result._fail(Difference("card", "self-consistent", "inconsistent", str(error)))
     result.card_summary = card["summary"]
     code = _compare_code(card, result)
-    params = load_params(repo / "params.yaml") if (repo / "params.yaml").exists() else {}
+    params = load_params(repo / params_file) if (repo / params_file).exists() else {}
     wrong_eval = _eval_difference(card, params)
     if wrong_eval is not None:
         return result._fail(wrong_eval)

