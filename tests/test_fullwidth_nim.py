@@ -106,3 +106,16 @@ def test_full_width_steps_learn_the_winning_moves_of_the_reached_positions():
     mass = nt.winning_mass(lambda piles: {(i, q): table[rows[piles], nt.column(START, i, q)]
                                           for i, size in enumerate(piles) for q in range(1, size + 1)}, seen)
     assert mass > 0.9 and nt.exploitability(table, START) < 0.01
+
+
+def test_the_smollm2_nim_recipe_validates_with_exact_values_on_nim_alone():
+    from pathlib import Path
+
+    from arena.core.config import load_params
+    from arena.pipeline.presets import checked_flags, load_preset
+
+    preset = Path(__file__).resolve().parents[1] / "presets" / "smollm2-nim.yaml"
+    recipe = load_preset(preset)
+    assert recipe["selfplay.game"] == "nim" and recipe["selfplay.mix"] == [] and recipe["base.source"] == "smollm2"
+    flags = checked_flags(preset, load_params("params.yaml"))
+    assert "-S train.neurd_values=exact" in flags and "-S train.method=lora" in flags
