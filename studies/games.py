@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import shutil
 import sys
@@ -75,12 +76,16 @@ def run_study(params: dict[str, Any], root: Path, base_model: Path, rounds: int)
         start, cpu = time.perf_counter(), time.process_time()
         (round_zero(RoundPaths(root, 0, 0), params) if n == 0 else round_n(RoundPaths(root, n, n - 1), params))
         # CPU seconds (every thread of this process) estimate the wall time on an idle machine: one BLAS thread.
+        # Peak RSS is the process's high-water mark so far (a round's own peak where it is the largest yet).
         seconds[str(n)] = {"wall": round(time.perf_counter() - start, 1), "cpu": round(time.process_time() - cpu, 1),
-                           "load": round(os.getloadavg()[0], 1)}
+                           "load": round(os.getloadavg()[0], 1),
+                           "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
         timing_file.write_text(json.dumps(seconds))
         print(f"[games study] round {n}: {seconds[str(n)]}", file=sys.stderr)
     return [{**json.loads((root / "evals" / f"r{n}.json").read_text()), "seconds": seconds[str(n)]["wall"],
-             "cpu_seconds": seconds[str(n)]["cpu"], "load": seconds[str(n)]["load"]} for n in range(rounds + 1)]
+             "cpu_seconds": seconds[str(n)]["cpu"], "load": seconds[str(n)]["load"],
+             **({"peak_rss_mb": seconds[str(n)]["peak_rss_mb"]} if "peak_rss_mb" in seconds[str(n)] else {})}
+            for n in range(rounds + 1)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -64,10 +64,10 @@ def test_info_states_are_the_theorys_rows_with_the_aggressive_action_in_column_o
     np.testing.assert_allclose(as_table("tictactoe", _uniform_logp("tictactoe")), tt.uniform_table())
     seen = [(tuple(o.state["board"]), o.state["mark"]) for o in ttt.observations]
     assert seen == list(tt.positions())  # each prompt is its row's position, with its mover
-    with pytest.raises(ValueError, match="'nim'.*neurd_values: sampled"):
-        info_states("nim")
-    with pytest.raises(ValueError, match=r"\(kuhn, leduc, tictactoe\), got 'nim'"):
-        exploitability("nim", np.zeros((1, 1)))
+    with pytest.raises(ValueError, match="'liarsdice'.*neurd_values: sampled"):
+        info_states("liarsdice")
+    with pytest.raises(ValueError, match=r"\(kuhn, leduc, tictactoe, nim\), got 'liarsdice'"):
+        exploitability("liarsdice", np.zeros((1, 1)))
 
 
 def test_every_game_params_accept_for_exact_values_has_an_exact_record():
@@ -176,9 +176,14 @@ def test_exact_values_need_neurd_and_games_with_exact_theory():
     params = load_params("params.yaml")
     exact = {**params, "train": {**params["train"], "neurd_values": "exact"}}
     validate_all(exact)  # the default's games, Kuhn and Leduc, both have exact theory
-    mixed = {**exact, "selfplay": {**exact["selfplay"], "mix": [{"id": "nim", "deals": 16}]}}
-    with pytest.raises(ConfigError, match=r"\['kuhn', 'nim'\]; drop \['nim'\]"):
+    mixed = {**exact, "selfplay": {**exact["selfplay"], "mix": [{"id": "liarsdice", "deals": 16}]}}
+    with pytest.raises(ConfigError, match=r"\['kuhn', 'liarsdice'\]; drop \['liarsdice'\]"):
         validate_all(mixed)
+    nim = {**exact, "selfplay": {**exact["selfplay"], "game": "nim", "mix": []}}
+    validate_all(nim)
+    moved = {**nim, "selfplay": {**nim["selfplay"], "variant": {"piles": [2, 4, 5]}}}
+    with pytest.raises(ConfigError, match=r"from piles \[3, 4, 5\] only.*\[\[2, 4, 5\]\]"):
+        validate_all(moved)
     with pytest.raises(ConfigError, match="loop is 'rest'"):
         validate_all({**exact, "loop": "rest"})
 

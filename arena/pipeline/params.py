@@ -18,7 +18,7 @@ from arena.core.config import ConfigError, check_numbers, load_section, require
 from arena.core.errors import ArenaError
 from arena.core.seeds import SeedsConfig, check_seed_ranges, format_range, grpo_seeds, lsp_seeds
 from arena.eval.config import EvalConfig, RoundEvalConfig, TournamentConfig
-from arena.games.variants import check_game_id, validate_variant
+from arena.games.variants import NIM_DEFAULTS, check_game_id, validate_variant
 from arena.play.config import ProbeConfig, ShardsConfig
 from arena.players.config import FrontierConfig, think_config
 from arena.players.specs import SCRIPTED_NAMES, SPEC_HELP, parse_spec
@@ -234,6 +234,11 @@ def _check_full_width(configs: Mapping[str, Any]) -> None:
     require(not other, "train.neurd_values", "exact",
             f"needs every selfplay game to have exact theory ({', '.join(FULL_WIDTH_GAMES)}), but selfplay trains "
             f"{games}; drop {other} or use train.neurd_values: sampled")
+    piles = [variant["piles"] for game, variant in configs["selfplay"].games
+             if game == "nim" and list(variant.get("piles", NIM_DEFAULTS["piles"])) != NIM_DEFAULTS["piles"]]
+    require(not piles, "train.neurd_values", "exact",
+            f"trains Nim's positions from piles {NIM_DEFAULTS['piles']} only, but selfplay plays Nim from {piles[:1]}; "
+            "drop the variant's piles or use train.neurd_values: sampled")
 
 
 def _check_think(configs: Mapping[str, Any]) -> None:

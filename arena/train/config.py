@@ -69,7 +69,7 @@ WEIGHTINGS = ("onpolicy", "counterfactual")
 # game tree, at every information state (exact: the sampled targets' expectation; arena.train.selfplay.fullwidth).
 NEURD_VALUES = ("sampled", "exact")
 # The games whose exact theory gives every information state's action values (``neurd_values: exact``).
-FULL_WIDTH_GAMES = ("kuhn", "leduc", "tictactoe")
+FULL_WIDTH_GAMES = ("kuhn", "leduc", "tictactoe", "nim")
 # Which games share an advantage baseline: every game of one deal (both seats: a deal's card luck cancels), or every
 # game of one deal from one seat (the same start and opponent: a deterministic game's seat value cancels).
 GROUP_BY = ("deal", "seat")

@@ -16,9 +16,11 @@ from functools import cache
 
 import numpy as np
 
-from arena.games import kuhn_theory, leduc_theory, tictactoe_theory
+from arena.games import kuhn_theory, leduc_theory, nim_theory, tictactoe_theory
 from arena.games.base import Observation
 from arena.games.leduc_cfr import action_gains as leduc_gains
+from arena.games.registry import make_game
+from arena.games.variants import NIM_DEFAULTS
 from arena.players.board_policy import cell_of, ttt_observations
 from arena.players.policy import (
     AGGRESSIVE,
@@ -61,6 +63,27 @@ def _tictactoe_states() -> InfoStates:
     return InfoStates(observations, tuple(tuple(cell_of(a) for a in o.legal_actions) for o in observations), 9)
 
 
+# Full-width Nim trains the positions a game from TextArena's default piles reaches (the exact evaluation's "seen").
+NIM_START = tuple(NIM_DEFAULTS["piles"])
+
+
+def _nim_observation(piles: nim_theory.Piles) -> Observation:
+    """The prompt at ``piles`` in a game from ``NIM_START``: each smaller pile emptied to its size by one move."""
+    game = make_game("nim", 0)
+    for pile, (size, start) in enumerate(zip(piles, NIM_START, strict=True)):
+        if size < start:
+            game.step(f"[{pile} {start - size}]")
+    return game.observation()
+
+
+def _nim_states() -> InfoStates:
+    """Every position a game from ``NIM_START`` reaches (nim_theory.positions order); the columns are moves."""
+    observations = tuple(_nim_observation(piles) for piles in nim_theory.positions(NIM_START))
+    columns = tuple(tuple(nim_theory.column(NIM_START, *map(int, a[1:-1].split())) for a in o.legal_actions)
+                    for o in observations)
+    return InfoStates(observations, columns, sum(NIM_START))
+
+
 def _leduc_gains(table: np.ndarray, on_policy: bool) -> tuple[np.ndarray, np.ndarray]:
     """Leduc's gains and weights, both players' states summed (each state belongs to one player)."""
     both = [leduc_gains(table, player, on_policy) for player in (0, 1)]
@@ -84,6 +107,8 @@ EXACT_GAMES = {
                       lambda table: kuhn_theory.exploitability(kuhn_theory.policy_from_array(table[:, 1]))),
     "leduc": ExactGame(_leduc_states, _leduc_gains, leduc_theory.exploitability),
     "tictactoe": ExactGame(_tictactoe_states, tictactoe_theory.action_gains, tictactoe_theory.exploitability),
+    "nim": ExactGame(_nim_states, lambda table, on_policy: nim_theory.action_gains(table, NIM_START, on_policy),
+                     lambda table: nim_theory.exploitability(table, NIM_START)),
 }
 
 
