@@ -75,6 +75,9 @@ def test_versus_table_reads_the_players_head_to_head_row():
     assert [line.split(" | ")[0][2:] for line in body] == [o for o in order if o != MODEL]
     for line, cell in zip(body, [c for c in row if c is not None], strict=True):
         assert f" | {cell['games']} | {cell['wins']} | {cell['losses']} | {cell['win_rate']['rate']:.3f} | " in line
+    oracle = next(p for p in board["pairs"] if {p["p0"], p["p1"]} == {MODEL, "oracle"})
+    chips = oracle["mean_chips_per_round"]["p0" if oracle["p0"] == MODEL else "p1"]
+    assert body[order.index("oracle") - (order.index("oracle") > order.index(MODEL))].endswith(f" {chips:+.3f} |")
     with pytest.raises(ValueError, match="not in the leaderboard's ranking"):
         versus_markdown(board, "mlx:nowhere")
 

@@ -71,11 +71,13 @@ SUB_DETERMINISTIC = SUB + "open('artifacts/sub/score.json', 'w').write(open('art
 SUB_NONDETERMINISTIC = SUB + "open('artifacts/sub/score.json', 'w').write('{\"noise\": %d}' % os.getpid())\n"
 
 
+@pytest.mark.slow
 def test_second_pipeline_reproduces(tmp_path):
     result = reproduction_check(_published_clone(tmp_path, DETERMINISTIC, SUB_DETERMINISTIC), pipeline="sub/dvc.yaml")
     assert result.ok, result.problems
 
 
+@pytest.mark.slow
 def test_second_pipelines_nondeterminism_is_caught_in_its_own_lock_and_results(tmp_path):
     clone = _published_clone(tmp_path, DETERMINISTIC, SUB_NONDETERMINISTIC)
     result = reproduction_check(clone, pipeline="sub/dvc.yaml")
@@ -86,10 +88,13 @@ def test_second_pipelines_nondeterminism_is_caught_in_its_own_lock_and_results(t
     assert reproduction_check(clone).ok  # the root pipeline's own check does not rebuild it
 
 
+@pytest.mark.slow
 def test_root_check_leaves_a_second_pipeline_to_its_own_run(tmp_path):
     clone = _published_clone(tmp_path, DETERMINISTIC, SUB_DETERMINISTIC)
     with open(clone / "sub" / "sub.py", "a") as handle:
         handle.write("# edited: sub/dvc.yaml is out of date, dvc.yaml is not\n")
+    _run(clone, "dvc", "repro", "-q")  # a plain `dvc repro` builds ./dvc.yaml alone
+    assert subprocess.run(["dvc", "status", "-q", "sub/dvc.yaml"], cwd=clone).returncode == 1
     assert reproduction_check(clone).ok
     result = reproduction_check(clone, pipeline="sub/dvc.yaml")
     assert not result.ok and "sub/dvc.lock" in result.problems[0]

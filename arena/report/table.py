@@ -42,23 +42,42 @@ def render_table(leaderboard: Mapping[str, Any], wide: bool = False) -> Table:
     return table
 
 
+def _chips_against(pairs: list[Mapping[str, Any]], player: str, opponent: str) -> float | None:
+    """``player``'s mean chips a game (a hand's worth in Kuhn and Leduc) against ``opponent`` over their pairs' cards,
+    weighted by games; None when a card between them has no chip count (a game without chips)."""
+    chips, games = 0.0, 0
+    for pair in pairs:
+        if {pair["p0"], pair["p1"]} != {player, opponent}:
+            continue
+        if pair.get("mean_chips_per_round") is None:
+            return None
+        chips += pair["games"] * pair["mean_chips_per_round"]["p0" if pair["p0"] == player else "p1"]
+        games += pair["games"]
+    return chips / games if games else None
+
+
 def versus_markdown(leaderboard: Mapping[str, Any], player: str) -> str:
     """A markdown table of ``player`` against each opponent in the leaderboard (its head-to-head row: games, wins,
-    losses, win rate and 95% interval), under a line giving its rank, TrueSkill mu +- sigma and conservative rating."""
+    losses, win rate and 95% interval, and its mean chips a game where the game counts chips), under a line giving
+    its rank, TrueSkill mu +- sigma and conservative rating."""
     ranked = {row["player"]: row for row in leaderboard["ranking"]}
     if player not in ranked:
         raise ValueError(f"player {player!r} is not in the leaderboard's ranking ({', '.join(ranked)})")
     row = ranked[player]
     order = leaderboard["head_to_head"]["players"]
     cells = leaderboard["head_to_head"]["overall"][order.index(player)]
+    rows = [(opponent, cell, _chips_against(leaderboard["pairs"], player, opponent))
+            for opponent, cell in zip(order, cells, strict=True) if cell is not None]
+    with_chips = all(chips is not None for _, _, chips in rows)
     lines = [f"{player_name(player)}: rank {row['rank']} of {len(ranked)}, TrueSkill mu {number(row['mu'])} "
              f"+- {number(row['sigma'])} (conservative {number(row['conservative'])}), win rate "
              f"{number(row['win_rate']['rate'], 3)} {interval(row['win_rate'])} over {row['games']} games", "",
-             "| opponent | games | wins | losses | win rate | 95% interval |", "|---|---:|---:|---:|---:|---|"]
-    for opponent, cell in zip(order, cells, strict=True):
-        if cell is not None:
-            lines.append(f"| {player_name(opponent)} | {cell['games']} | {cell['wins']} | {cell['losses']} | "
-                         f"{number(cell['win_rate']['rate'], 3)} | {interval(cell['win_rate'])} |")
+             "| opponent | games | wins | losses | win rate | 95% interval |" + (" chips a game |" * with_chips),
+             "|---|---:|---:|---:|---:|---|" + ("---:|" * with_chips)]
+    for opponent, cell, chips in rows:
+        lines.append(f"| {player_name(opponent)} | {cell['games']} | {cell['wins']} | {cell['losses']} | "
+                     f"{number(cell['win_rate']['rate'], 3)} | {interval(cell['win_rate'])} |"
+                     + (f" {chips:+.3f} |" if with_chips else ""))
     return "\n".join(lines) + "\n"
 
 
