@@ -371,3 +371,7 @@ def deps(files: bool) -> None:
                    f"({', '.join(rooms)})")
         if files:
             click.echo("".join(f"  {path}\n" for path in entry["files"]), nl=False)
+
+
+if __name__ == "__main__":  # `python -m arena.cli ...` runs the same commands as the `arena` script
+    main()

@@ -1,6 +1,8 @@
 """The click CLI: every command has --help, user errors are one line with exit 2, `arena pin` prints JSON."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -35,3 +37,9 @@ def test_pin_of_missing_path_is_a_clear_error(tmp_path):
     assert result.exit_code == 2
     assert "model directory not found" in result.output
     assert "Traceback" not in result.output
+
+
+def test_python_dash_m_arena_cli_runs_the_commands():
+    # Before the __main__ guard, `python -m arena.cli ...` exited 0 and printed nothing.
+    done = subprocess.run([sys.executable, "-m", "arena.cli", "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "Usage:" in done.stdout and "play" in done.stdout
