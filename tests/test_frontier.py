@@ -557,6 +557,29 @@ def test_real_openai_compatible_server(mlx_server, base_model_dir):
     assert capped.stats.calls == 1
 
 
+def test_a_negotiation_match_against_the_real_server_is_cached_and_capped(mlx_server, base_model_dir):
+    """SimpleNegotiation end to end through mlx_lm.server: the endpoint writes free text for TextArena's own invalid-move
+    rule, every game ends recorded (forfeit or not, never a crash), a rerun is served from the cache, and a cap errors
+    the games it cuts."""
+    from arena.play.match import duplicate_schedule, play_match
+    from arena.players.scripted import make_scripted
+
+    model = str(base_model_dir)
+    config = FrontierConfig(view="full", max_tokens=16, timeout_s=60.0, max_retries=0, max_calls=40, concurrency=1)
+    schedule = duplicate_schedule([31], 2)
+    player = FrontierPlayer(model, mlx_server, config)
+    records = play_match("negotiation", (player, make_scripted("greedy")), schedule, progress=False)
+    assert [r["errored"] for r in records] == [False, False] and 0 < player.stats.calls <= 40
+    assert all(r["invalid_moves"] is not None and len(r["actions"]) >= 1 for r in records)
+    again = FrontierPlayer(model, mlx_server, config)
+    replay = play_match("negotiation", (again, make_scripted("greedy")), schedule, progress=False)
+    assert again.stats.calls == 0 and again.stats.cache_hits == player.stats.calls
+    assert [r["transcript_digest"] for r in replay] == [r["transcript_digest"] for r in records]
+    capped = FrontierPlayer(model, mlx_server, FrontierConfig(**{**config.__dict__, "max_calls": 1, "seed": 2}))
+    cut = play_match("negotiation", (capped, make_scripted("greedy")), schedule, progress=False)
+    assert capped.stats.calls == 1 and any(r["errored"] and "call cap reached" in r["error"] for r in cut)
+
+
 def test_arena_play_against_an_empty_model_list_is_one_line(server):
     from click.testing import CliRunner
 
