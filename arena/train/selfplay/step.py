@@ -343,20 +343,25 @@ def _summary(config: TrainConfig, log: list[dict[str, Any]], round_number: int) 
     }
 
 
-def _save_round(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log: list[dict[str, Any]],
-                inputs: dict[str, str], round_number: int, snapshot: str | Path,
-                extra: Mapping[str, Any], code: Mapping[str, str] | None) -> dict[str, Any]:
+def save_trained(policy: MLXPlayer, config: TrainConfig, out: Path, snapshot: str | Path) -> None:
+    """A round's trained weights into ``out``: the adapter and its config (lora, over ``snapshot``), or every weight."""
     import mlx.core as mx
     from mlx.utils import tree_flatten
 
+    if config.method == "lora":
+        weights = dict(sorted(tree_flatten(policy.model.trainable_parameters())))
+        mx.save_safetensors(str(out / "adapters.safetensors"), weights)
+        (out / "adapter_config.json").write_text(dump_json(adapter_config(config, snapshot)))
+    else:
+        save_fused(policy.model, out / "weights.safetensors")
+
+
+def _save_round(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log: list[dict[str, Any]],
+                inputs: dict[str, str], round_number: int, snapshot: str | Path,
+                extra: Mapping[str, Any], code: Mapping[str, str] | None) -> dict[str, Any]:
     summary = _summary(config, log, round_number)
     with atomic_dir(out_dir) as tmp:
-        if config.method == "lora":
-            weights = dict(sorted(tree_flatten(policy.model.trainable_parameters())))
-            mx.save_safetensors(str(tmp / "adapters.safetensors"), weights)
-            (tmp / "adapter_config.json").write_text(dump_json(adapter_config(config, snapshot)))
-        else:
-            save_fused(policy.model, tmp / "weights.safetensors")
+        save_trained(policy, config, tmp, snapshot)
         (tmp / "train_log.jsonl").write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in log))
         (tmp / "summary.json").write_text(dump_json(summary))
         write_meta(tmp, inputs=inputs, config={**as_dict(config), **extra}, code=code)

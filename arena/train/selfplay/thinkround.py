@@ -27,10 +27,9 @@ from arena.play.records import read_shard
 from arena.players.config import sampling_config
 from arena.players.mlx import MLXPlayer
 from arena.train.config import SelfPlayConfig, TrainConfig
-from arena.train.fuse import save_fused
-from arena.train.lora import adapter_config, attach_lora, check_trainable
+from arena.train.lora import attach_lora, check_trainable
 from arena.train.selfplay.schedule import round_clip, round_learning_rate
-from arena.train.selfplay.step import reference_player
+from arena.train.selfplay.step import reference_player, save_trained
 from arena.train.thinking import Reply, RoleBaseline, clipped_step, reasoning_stats, reference_logps, replies
 
 BASELINE_FILE = "role_baseline.json"
@@ -105,19 +104,11 @@ def _save(policy: MLXPlayer, config: TrainConfig, out_dir: str | Path, log: list
           summary: Mapping[str, Any], baseline: RoleBaseline, inputs: dict[str, str], snapshot: str | Path,
           selfplay: SelfPlayConfig) -> None:
     """The training output (throughput to logs/, not a DVC output: wall-clock numbers would break byte identity)."""
-    import mlx.core as mx
-    from mlx.utils import tree_flatten
-
     timing = [{"step": row["step"], "tokens_per_sec": row.pop("tokens_per_sec")} for row in log]
     atomic_write_text(Path("logs") / f"train-r{summary['round']}-timing.jsonl",
                       "".join(json.dumps(row, sort_keys=True) + "\n" for row in timing))
     with atomic_dir(out_dir) as tmp:
-        if config.method == "lora":
-            weights = dict(sorted(tree_flatten(policy.model.trainable_parameters())))
-            mx.save_safetensors(str(tmp / "adapters.safetensors"), weights)
-            (tmp / "adapter_config.json").write_text(dump_json(adapter_config(config, snapshot)))
-        else:
-            save_fused(policy.model, tmp / "weights.safetensors")
+        save_trained(policy, config, tmp, snapshot)
         (tmp / BASELINE_FILE).write_text(dump_json(baseline.as_json()))
         (tmp / "train_log.jsonl").write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in log))
         (tmp / "summary.json").write_text(dump_json(summary))
