@@ -4,19 +4,23 @@ import copy
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from repo_copy import small_params
 
 from arena.core.config import ConfigError, as_dict, load_params, load_section
 from arena.pipeline.params import validate_all
 from arena.pipeline.rounds import RoundPaths, round_n, round_zero
+from arena.play.match import play_match
 from arena.play.records import read_shard
 from arena.players.mlx import MLXPlayer
+from arena.players.scripted import make_scripted
 from arena.report.summary import round_headline
 from arena.train.basemodel import build_base
 from arena.train.config import BaseConfig, RestConfig
+from arena.train.rest.sample import rest_schedule
 from arena.train.rest.thinksft import win_set_replies
-from arena.train.rest.winset import check_game, dataset_rows, load_win_set
+from arena.train.rest.winset import check_game, dataset_rows, load_win_set, won_game
 
 THINK = {"max_tokens": 6}
 
@@ -136,8 +140,14 @@ def test_a_default_rest_config_and_its_rows_keep_their_bytes():
     assert "think" not in as_dict(RestConfig()) and as_dict(RestConfig(think=THINK))["think"] == THINK
     game = {"transcript_digest": "d", "learner_seat": 0, "round": 1,
             "rows": [{"decision": 0, "prompt": "card: K", "action": "[bet]"}]}
-    rows, _ = dataset_rows([game], __import__("numpy").random.default_rng(0))
+    rows, _ = dataset_rows([game], np.random.default_rng(0))
     assert rows == [{"messages": [{"role": "user", "content": "card: K"}, {"role": "assistant", "content": "[bet]"}]}]
+    records = play_match("kuhn", (make_scripted("random"), make_scripted("oracle")), rest_schedule(range(8), 1),
+                         progress=False)
+    for record in records:
+        kept = won_game(record, "random", "compact", 1)
+        assert "reasoning_digest" not in kept and all(set(row) == {"decision", "prompt", "action"}
+                                                      for row in kept["rows"])
 
 
 def test_rest_think_outside_loop_rest_is_one_line():
