@@ -101,7 +101,7 @@ def test_think_in_a_loop_that_cannot_train_it_is_one_line():
     params = load_params("params.yaml")
     for section, value, pattern in [
             ("selfplay", {**params["selfplay"], "think": THINK}, "selfplay.think .* train.objective is 'neurd'"),
-            ("rest", {**params["rest"], "think": THINK}, "rest.think .* ReST's SFT trains on \\(prompt, move\\)"),
+            ("rest", {**params["rest"], "think": THINK}, "rest.think .* loop: rest's rounds, but loop is 'selfplay'"),
             ("lsp", {**params["lsp"], "think": THINK}, "lsp.think .* LSP's proposer and solver")]:
         broken = copy.deepcopy(params)
         broken[section] = value

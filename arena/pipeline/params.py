@@ -243,7 +243,12 @@ def _check_full_width(configs: Mapping[str, Any]) -> None:
 
 def _check_think(configs: Mapping[str, Any]) -> None:
     """``selfplay.think`` trains whole replies with GRPO in loop: selfplay's rounds, one iteration a round, in one
-    process (arena.train.selfplay.thinkround)."""
+    process (arena.train.selfplay.thinkround); ``rest.think`` keeps whole winning replies in loop: rest's rounds
+    (arena.train.rest.thinksft)."""
+    if configs["rest"].think:
+        require(configs["loop"] == "rest", "rest.think", dict(configs["rest"].think),
+                f"trains reasoning in loop: rest's rounds, but loop is {configs['loop']!r}; use loop: rest "
+                "(or selfplay.think for GRPO's rounds)")
     if not configs["selfplay"].think:
         return
     think = dict(configs["selfplay"].think)

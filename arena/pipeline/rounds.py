@@ -173,6 +173,13 @@ def _memory(paths: RoundPaths, params: Mapping[str, Any], loop: str) -> None:
     print(f"round {paths.n}: {note}", file=sys.stderr)
 
 
+def _thinks(params: Mapping[str, Any], loop: str) -> bool:
+    """Whether the round's rollouts were played by a thinking learner (``selfplay.think`` or ``rest.think``)."""
+    if loop == "selfplay":
+        return bool(load_section(SelfPlayConfig, "selfplay", params).think)
+    return loop == "rest" and bool(load_section(RestConfig, "rest", params).think)
+
+
 def round_n(paths: RoundPaths, params: Mapping[str, Any]) -> None:
     """round@rN: rollouts from snapshot ``prev``, training, the fused snapshot N, its pool, its evaluation."""
     started = time.monotonic()
@@ -186,7 +193,7 @@ def round_n(paths: RoundPaths, params: Mapping[str, Any]) -> None:
     build_pool(paths.pool(prev), paths.snapshot(n), load_section(PoolConfig, "pool", params), selfplay.game,
                paths.pool(n), sampling_config(selfplay))
     extra = round_metrics(paths.rollouts(n), paths.trained(n)) if loop != "lsp" else {}
-    if loop == "selfplay" and selfplay.think:  # the rollouts' reasoning (only then: other rounds keep their bytes)
+    if _thinks(params, loop):  # the rollouts' reasoning (only then: other rounds keep their bytes)
         extra["rollout_reasoning"] = reasoning_stats(read_shard(paths.rollouts(n)))
     _evaluate(paths, n, params, extra)
     _said(paths, n, started)

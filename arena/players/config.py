@@ -58,10 +58,8 @@ class ThinkConfig:
 
 # Why a loop's rounds do not train reasoning (``refuse_think``).
 THINK_REFUSALS = {
-    "rest": "ReST's SFT trains on (prompt, move) pairs through mlx-lm's chat dataset, not on whole replies: train a "
-            "thinking player with loop: selfplay, selfplay.think and train.objective: grpo",
     "lsp": "LSP's proposer and solver answer in masked grammars without reasoning: train a thinking player with "
-           "loop: selfplay, selfplay.think and train.objective: grpo",
+           "loop: selfplay, selfplay.think and train.objective: grpo (or loop: rest with rest.think)",
 }
 
 

@@ -296,8 +296,7 @@ class RestConfig:
         require(self.seeds_per_round >= 1, "rest.seeds_per_round", self.seeds_per_round, "must be >= 1")
         require(self.temperature > 0, "rest.temperature", self.temperature,
                 "must be > 0: ReST samples the model's own moves (0 would replay one line per deal)")
-        refuse_think("rest", self.think)
-        sampling_config(self)
+        sampling_config(self)  # think: a thinking learner samples and its whole winning replies train
         require(self.replay_games >= 0, "rest.replay_games", self.replay_games, "must be >= 0 (0 disables replay)")
         require_choice("rest.init", self.init, INITS)
         require(self.lr > 0 and math.isfinite(self.lr), "rest.lr", self.lr, "must be a positive float")

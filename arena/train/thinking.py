@@ -56,18 +56,23 @@ def replies(records: Iterable[Mapping[str, Any]], player: MLXPlayer, learner_onl
             if decision.get("reasoning_tokens") is None or (learner_only and
                                                             decision["player"] != record["first_seat"]):
                 continue
-            observation = _observation(record, decision)
-            prompt = player.think_prompts.prompt_ids(observation)
-            tokens = tuple(decision["reasoning_tokens"])
-            finished = player.think_prompts.finish(list(tokens))
-            reasoning = Reasoning(tokens, decision["reasoning"], finished.prefix)
             seat = decision["player"]
-            out.append(Reply(player.thought_prompt(observation, reasoning), (len(prompt), len(prompt) + len(tokens)),
-                             tuple(player.reply_prompts.action_ids(a) for a in observation.legal_actions),
-                             observation.legal_actions.index(decision["action"]),
-                             float(record["rewards"][seat]) - invalid_penalty * record["invalid_moves"][seat],
-                             (record["game_id"], seat)))
+            out.append(whole_reply(player, _observation(record, decision), decision["reasoning_tokens"],
+                                   decision["reasoning"], decision["action"],
+                                   float(record["rewards"][seat]) - invalid_penalty * record["invalid_moves"][seat]))
     return out
+
+
+def whole_reply(player: MLXPlayer, observation: Observation, tokens: Sequence[int], text: str, action: str,
+                reward: float) -> Reply:
+    """One decision's whole reply as ``player`` scores it: the reasoning prompt at ``observation``, the reasoning
+    ``tokens`` (``text``), the answer prefix they end with, and the move ``action``; its role is (game, seat)."""
+    prompt = player.think_prompts.prompt_ids(observation)
+    tokens = tuple(tokens)
+    reasoning = Reasoning(tokens, text, player.think_prompts.finish(list(tokens)).prefix)
+    return Reply(player.thought_prompt(observation, reasoning), (len(prompt), len(prompt) + len(tokens)),
+                 tuple(player.reply_prompts.action_ids(a) for a in observation.legal_actions),
+                 observation.legal_actions.index(action), reward, (observation.game_id, observation.player_id))
 
 
 @dataclass

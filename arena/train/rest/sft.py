@@ -2,8 +2,9 @@
 
 The learner's decisions in games it won (the verifiable reward is the outcome alone) become chat-format rows
 for ``mlx_lm lora``; mlx-lm's trainer fits a LoRA adapter from the base model (ReST-EM) or from the previous
-snapshot. Besides the win set under ``data/``, the output directory holds ``audit.json``, ``summary.json``,
-``train_log.jsonl`` and the weights fuse@rN merges.
+snapshot. With ``rest.think`` the rows are whole replies (reasoning and move) and ``arena.train.rest.thinksft``
+fits the adapter on them instead. Besides the win set under ``data/``, the output directory holds ``audit.json``,
+``summary.json``, ``train_log.jsonl`` and the weights fuse@rN merges.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from arena.play.records import read_shard
 from arena.train.config import RestConfig
 from arena.train.curriculum import CURRICULUM_FILE
 from arena.train.lora import adapter_config, attach_lora, is_quantised
+from arena.train.rest.thinksft import thinking_sft
 from arena.train.rest.winset import (
     DATA_DIR,
     audit,
@@ -205,6 +207,14 @@ def _summary(win_set: _WinSet, config: RestConfig, round_number: int) -> dict[st
     }
 
 
+def _fit(init: str | Path, win_set: _WinSet, config: RestConfig, round_number: int, adapter_dir: Path,
+         progress: bool) -> tuple[Any, list[dict[str, Any]]]:
+    """The round's SFT from ``init``: (prompt, move) rows through mlx-lm, or with ``rest.think`` whole replies."""
+    if config.think:
+        return thinking_sft(init, win_set.games, config, round_number, adapter_dir)
+    return sft(init, win_set.rows, config, round_number, adapter_dir, progress)
+
+
 def _learn(tmp: Path, snapshot: str | Path, base: str | Path, win_set: _WinSet, config: RestConfig,
            round_number: int, progress: bool) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Write the round's weights into ``tmp`` (or why there are none); the training log and any extra input digest."""
@@ -218,15 +228,15 @@ def _learn(tmp: Path, snapshot: str | Path, base: str | Path, win_set: _WinSet, 
         return [], {}
     if config.init == "base" and is_quantised(base):
         # QLoRA: the adapter stays an adapter (fuse@r keeps it beside the quantised weights it was trained over).
-        _, log = sft(base, win_set.rows, config, round_number, tmp, progress)
+        _, log = _fit(base, win_set, config, round_number, tmp, progress)
         return log, {"base": digest_path(base)}
     if config.init == "base":
         inputs = {"base": digest_path(base)}
         (tmp / "lora").mkdir()
-        model, log = sft(base, win_set.rows, config, round_number, tmp / "lora", progress)
+        model, log = _fit(base, win_set, config, round_number, tmp / "lora", progress)
         save_fused(model, tmp / "weights.safetensors")
         return log, inputs
-    _, log = sft(snapshot, win_set.rows, config, round_number, tmp, progress)
+    _, log = _fit(snapshot, win_set, config, round_number, tmp, progress)
     return log, {}
 
 

@@ -4,7 +4,9 @@ Each game is replayed before it enters (its transcript digest must match, every 
 own), identical games are kept once, and wins of earlier rounds are replayed into the set (a bounded buffer).
 On disk (``data/`` of a round's training output): ``train.jsonl`` (rows exactly as ``mlx_lm lora --data`` reads
 them), ``provenance.jsonl`` (row i's game: transcript digest, seat, round, move index) and ``games.jsonl``
-(what it takes to replay each kept game).
+(what it takes to replay each kept game). A thinking learner's (``rest.think``) rows also carry each move's
+reasoning, text and token ids (``REASONING_KEYS``), checked against the game record's reasoning digest: the whole
+reply is what the round trains (``arena.train.rest.thinksft``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 
 from arena.core.errors import ArenaError
 from arena.games.base import Observation
+from arena.players.base import reasoning_digest
 from arena.players.prompts import prompt_text, view_messages
 from arena.train.config import RestConfig
 
@@ -25,6 +28,8 @@ DATA_DIR = "data"
 ROWS_FILE = "train.jsonl"
 PROVENANCE_FILE = "provenance.jsonl"
 GAMES_FILE = "games.jsonl"
+# What a thinking learner's row keeps beside its prompt and move: its reasoning's text and token ids.
+REASONING_KEYS = ("reasoning", "reasoning_tokens")
 
 
 # ----------------------------------------------------------------------------------------------- won games
@@ -55,7 +60,8 @@ def game_key(game: Mapping[str, Any]) -> tuple[str, int]:
 
 
 def won_game(record: Mapping[str, Any], learner_spec: str, view: str, round_number: int) -> dict[str, Any]:
-    """What the win set keeps of a game: how to replay it, its outcome, and the learner's rows as it saw them."""
+    """What the win set keeps of a game: how to replay it, its outcome, and the learner's rows as it saw them
+    (a thinking learner's with its reasoning, and the game with its reasoning digest)."""
     seat = learner_seat(record, learner_spec)
     rows = []
     for index, decision in enumerate(record["decisions"]):
@@ -63,14 +69,20 @@ def won_game(record: Mapping[str, Any], learner_spec: str, view: str, round_numb
             continue
         observation = Observation(record["game_id"], seat, decision["text"], decision["observation"],
                                   tuple(decision["legal"]))
-        rows.append({"decision": index, "prompt": prompt_text(observation, view), "action": decision["action"]})
-    return {
+        row = {"decision": index, "prompt": prompt_text(observation, view), "action": decision["action"]}
+        if decision.get("reasoning_tokens") is not None:
+            row.update({key: decision[key] for key in REASONING_KEYS})
+        rows.append(row)
+    game = {
         "game_id": record["game_id"], "variant": record["variant"], "seed": record["seed"],
         "salt": record["salt"], "first_seat": record["first_seat"], "learner_seat": seat,
         "opponent": record["players"][1 - seat], "actions": list(record["actions"]),
         "transcript_digest": record["transcript_digest"], "rewards": list(record["rewards"]),
         "forfeit_by": record["forfeit_by"], "round": round_number, "rows": rows,
     }
+    if "reasoning_digest" in record:  # only a thinking learner's games have one: the others keep their bytes
+        game["reasoning_digest"] = record["reasoning_digest"]
+    return game
 
 
 # ----------------------------------------------------------------------------------------------- verification
@@ -80,26 +92,44 @@ class _Unreplayable(Exception):
     """The recorded actions do not make a legal, finished game (the message says where they stop)."""
 
 
-def _replay(game: Mapping[str, Any], view: str, where: str) -> tuple[Any, list[dict[str, Any]]]:
-    """Replay the game from its seed and actions: its result, and the learner's rows as the replay presents them."""
+def replay_game(game: Mapping[str, Any], view: str,
+                where: str = "") -> tuple[Any, list[dict[str, Any]], list[Observation], list[int]]:
+    """Replay the game from its seed and actions: its result, the learner's rows as the replay presents them, the
+    learner's observations (row for row) and every move's seat; ``_Unreplayable`` where the actions stop making one."""
     from arena.games.registry import make_game
 
     seat = game["learner_seat"]
     replayed = make_game(game["game_id"], game["seed"], game["variant"])
-    expected = []
+    expected, observations, seats = [], [], []
     for index, action in enumerate(game["actions"]):
         if replayed.done:
             raise _Unreplayable(f"{where}: the game ends after {index} of {len(game['actions'])} moves")
         observation = replayed.observation()
+        seats.append(observation.player_id)
         if observation.player_id == seat:
             if action not in observation.legal_actions:
                 raise _Unreplayable(f"{where}: learner move {index} {action!r} is not one of "
                                     f"{list(observation.legal_actions)}")
             expected.append({"decision": index, "prompt": prompt_text(observation, view), "action": action})
+            observations.append(observation)
         replayed.step(action)
     if not replayed.done:
         raise _Unreplayable(f"{where}: {len(game['actions'])} moves leave the game unfinished")
-    return replayed.result(), expected
+    return replayed.result(), expected, observations, seats
+
+
+def _reasoning_problems(game: Mapping[str, Any], seats: Sequence[int], where: str) -> list[str]:
+    """A thinking learner's rows against the game record's reasoning digest (every move's seat, tokens and text)."""
+    rows = {row["decision"]: row for row in game["rows"]}
+    if "reasoning_digest" not in game and not any(key in row for row in rows.values() for key in REASONING_KEYS):
+        return []
+    if "reasoning_digest" not in game or not all(key in row for row in rows.values() for key in REASONING_KEYS):
+        return [f"{where}: some rows carry reasoning and some (or the game's reasoning digest) do not"]
+    decisions = [{"player": seat, **{key: rows[index][key] for key in REASONING_KEYS if index in rows}}
+                 for index, seat in enumerate(seats)]
+    if reasoning_digest(decisions) != game["reasoning_digest"]:
+        return [f"{where}: the rows' reasoning does not match the game record's reasoning digest"]
+    return []
 
 
 def _outcome_problems(game: Mapping[str, Any], result: Any, expected: list[dict[str, Any]], where: str,
@@ -119,7 +149,8 @@ def _outcome_problems(game: Mapping[str, Any], result: Any, expected: list[dict[
         problems.append(f"{where}: {sum(result.invalid_moves)} invalid move(s) in the game")
     if list(result.rewards) != list(game["rewards"]):
         problems.append(f"{where}: replayed rewards {list(result.rewards)} != recorded {game['rewards']}")
-    if expected != game["rows"]:
+    moves = [{key: value for key, value in row.items() if key not in REASONING_KEYS} for row in game["rows"]]
+    if expected != moves:
         problems.append(f"{where}: the rows differ from the learner's decisions in the replayed game")
     return problems
 
@@ -130,14 +161,15 @@ def check_game(game: Mapping[str, Any], view: str, allow_forfeit: bool) -> list[
     Checks: the transcript digest matches the recorded one; every learner move was a legal action; every move
     was accepted (an opponent's invalid moves are tolerated only in a forfeit win that is allowed); the game
     is a win for the learner by its own outcome (not by the opponent's forfeit unless ``allow_forfeit``);
-    and the rows are exactly the learner's decisions, prompt for prompt, as the replay presents them.
+    and the rows are exactly the learner's decisions, prompt for prompt, as the replay presents them (a thinking
+    learner's reasoning, too, as the game record's reasoning digest has it).
     """
     where = f"{game['game_id']} seed {game['seed']} salt {game['salt']} seat {game['learner_seat']}"
     try:
-        result, expected = _replay(game, view, where)
+        result, expected, _, seats = replay_game(game, view, where)
     except _Unreplayable as error:
         return [str(error)]
-    return _outcome_problems(game, result, expected, where, allow_forfeit)
+    return _outcome_problems(game, result, expected, where, allow_forfeit) + _reasoning_problems(game, seats, where)
 
 
 # ----------------------------------------------------------------------------------------------- selection
@@ -211,14 +243,16 @@ def dataset_rows(games: Sequence[Mapping[str, Any]], rng: np.random.Generator,
     """Chat rows for ``mlx_lm lora`` and their provenance, line for line, in one shuffled order.
 
     Each row is the conversation the player was shown in ``view`` (the full view's starts with its system message),
-    then the move as the assistant's reply. Shuffled because mlx-lm's batcher groups rows by length in file order:
-    without it a batch would hold one round's or one seed's rows only.
+    then the move as the assistant's reply (and a thinking learner's reasoning before it, under ``REASONING_KEYS``).
+    Shuffled because mlx-lm's batcher groups rows by length in file order: without it a batch would hold one
+    round's or one seed's rows only.
     """
     rows, provenance = [], []
     for game in games:
         for row in game["rows"]:
             rows.append({"messages": [*view_messages(row["prompt"], view),
-                                      {"role": "assistant", "content": row["action"]}]})
+                                      {"role": "assistant", "content": row["action"]}],
+                         **{key: row[key] for key in REASONING_KEYS if key in row}})
             provenance.append({"transcript_digest": game["transcript_digest"], "learner_seat": game["learner_seat"],
                                "round": game["round"], "decision": row["decision"]})
     order = rng.permutation(len(rows)) if rows else []
@@ -264,7 +298,8 @@ def load_win_set(train_dir: str | Path) -> list[dict[str, Any]]:
                              f"which {GAMES_FILE} does not list")
         user, assistant = row["messages"][-2:]
         games[key]["rows"].append({"decision": origin["decision"], "prompt": user["content"],
-                                   "action": assistant["content"]})
+                                   "action": assistant["content"],
+                                   **{name: row[name] for name in REASONING_KEYS if name in row}})
     for game in games.values():
         game["rows"].sort(key=lambda r: r["decision"])
     return list(games.values())
