@@ -558,9 +558,9 @@ def test_real_openai_compatible_server(mlx_server, base_model_dir):
 
 
 def test_a_negotiation_match_against_the_real_server_is_cached_and_capped(mlx_server, base_model_dir):
-    """SimpleNegotiation end to end through mlx_lm.server: the endpoint writes free text for TextArena's own invalid-move
-    rule, every game ends recorded (forfeit or not, never a crash), a rerun is served from the cache, and a cap errors
-    the games it cuts."""
+    """SimpleNegotiation end to end through mlx_lm.server: the endpoint writes free text for TextArena's own
+    invalid-move rule, every game ends recorded (forfeit or not, never a crash), a rerun is served from the cache,
+    and a cap errors the games it cuts."""
     from arena.play.match import duplicate_schedule, play_match
     from arena.players.scripted import make_scripted
 
