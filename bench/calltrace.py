@@ -2,11 +2,11 @@
 
 One ``act_batch`` call of an MLX player, traced with ``sys.setprofile`` after a warm-up call: a cohort of 64 Kuhn
 and of 64 Leduc decisions on the embedded model (the first cohort of a match, then the second, whose prompts extend
-the stored ones), 16 decisions of a thinking player (the qwen3 stand-in, full view, 16 reasoning tokens), and a
-memo player's first cohort. An *entry* is a call into a module of arena.players whose caller is another arena
-module; a *re-entry* is an entry into a module that is already on the call stack (a callback: the way through
-loops back). Calls that mlx or mlx-lm make into arena code (the model's attention calling the per-layer caches)
-are counted apart. Models are built from their seeds in a temporary directory.
+the stored ones), 8 negotiation decisions (scored by choice), 16 decisions of a thinking player (the qwen3
+stand-in, full view, 16 reasoning tokens), and a memo player's first cohort. An *entry* is a call into a module of
+arena.players whose caller is another arena module; a *re-entry* is an entry into a module that is already on the
+call stack (a callback: the way through loops back). Calls that mlx or mlx-lm make into arena code (the model's
+attention calling the per-layer caches) are counted apart. Models are built from their seeds in a temporary directory.
 
     PYTHONPATH=$PWD .venv/bin/python bench/calltrace.py [--out docs/calltrace.json]
 """
@@ -112,6 +112,12 @@ def measure(base: Path, standin: Path) -> list[dict]:
                           lambda p=player, c=calls: p.act_batch(c[0])))
         out.append(traced(f"{game}, the same match's second call ({len(calls[1])} decisions, stored prompts reused)",
                           lambda p=player, c=calls: p.act_batch(c[1])))
+    calls = cohorts("negotiation", base, compact, 8)
+    player = MLXPlayer(base, compact)
+    player.act_batch(calls[0])
+    player.begin_match()
+    out.append(traced(f"negotiation, embedded model, compact view, scored by choice: a match's first call "
+                      f"({len(calls[0])} decisions)", lambda p=player, c=calls: p.act_batch(c[0])))
     think = MLXPlayerConfig(view="full", think=ThinkConfig(max_tokens=16))
     calls = cohorts("kuhn", standin, think, 16)
     player = MLXPlayer(standin, think)
