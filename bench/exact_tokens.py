@@ -48,7 +48,7 @@ def run_tokens(batch) -> int:
 
 
 def packed(prompts, actions, reuse, budget: int, weight: int) -> int:
-    """``run_tokens`` over the passes MLXPlayer._scored cuts (several passes: decisions sorted by new tokens)."""
+    """``run_tokens`` over the passes ``ScoringPass.score`` cuts (several: decisions sorted by new tokens)."""
     from arena.players.batching import pack_batches
 
     passes = list(pack_batches(prompts, actions, budget, weight, "budget", 0, reuse))

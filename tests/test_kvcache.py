@@ -104,6 +104,7 @@ def test_a_call_over_several_passes_groups_them_by_new_tokens_and_scores_as_one(
     from arena.players.batching import pack_batches
     from arena.players.config import MLXPlayerConfig
     from arena.players.mlx import MLXPlayer
+    from arena.players.scoringpass import ScoringPass
 
     one = MLXPlayer(standin_dir, MLXPlayerConfig(view="full"))
     batch = [replace(_game_turns("liarsdice", seed, 1 + 2 * (seed % 3))[-1], stream=0) for seed in range(6)]
@@ -114,8 +115,8 @@ def test_a_call_over_several_passes_groups_them_by_new_tokens_and_scores_as_one(
                      + one.shape.head_weight * sum(map(len, a)) for p, a in zip(prompts, actions, strict=True))
     split = MLXPlayer(standin_dir, MLXPlayerConfig(view="full", max_batch_tokens=budget))
     seen: list[list[int]] = []
-    original = MLXPlayer._scored_pass
-    monkeypatch.setattr(MLXPlayer, "_scored_pass", lambda self, b, ps, ss: seen.append(list(map(len, ps)))
+    original = ScoringPass._run
+    monkeypatch.setattr(ScoringPass, "_run", lambda self, b, ps, ss: seen.append(list(map(len, ps)))
                         or original(self, b, ps, ss))
     got = split._log_policy(batch)
     assert len(seen) > 1

@@ -62,7 +62,7 @@ def test_reasoning_towards_an_illegal_move_still_plays_a_legal_one(standin_dir, 
     def scripted(model, shape, prompts, keys, think, stops, budget, keep=None):
         return [list(said) for _ in prompts]
 
-    monkeypatch.setattr("arena.players.mlx.generate", scripted)
+    monkeypatch.setattr("arena.players.scoringpass.generate", scripted)
     records = _play(player, "kuhn") + _play(player, "tictactoe", 2)
     decisions = [d for record in records for d in record["decisions"]]
     assert decisions and all(d["action"] in d["legal"] for d in decisions)

@@ -30,7 +30,7 @@ def kuhn_thinking_samples(player: MLXPlayer, samples: int, seed: int = 0) -> dic
     observations = canonical_observations()
     batch = [replace(o, sample_key=int(digest_config({"thinkexact": [seed, name, k]})[:16], 16))
              for name, o in observations.items() for k in range(samples)]
-    logps = player.thought_log_policy(batch, player.reason(batch))
+    logps = player.think(batch)[1]
     out: dict[str, list[float]] = {name: [] for name in observations}
     for observation, logp in zip(batch, logps, strict=True):
         aggressive = next(i for i, a in enumerate(observation.legal_actions) if a in AGGRESSIVE)
@@ -73,7 +73,7 @@ def nim_thinking_samples(player: MLXPlayer, configurations: Sequence[tuple[int, 
     observations = [make_game("nim", 0, {"piles": list(piles)}).observation() for piles in configurations]
     batch = [replace(o, sample_key=int(digest_config({"thinkexact-nim": [seed, list(piles), k]})[:16], 16))
              for piles, o in zip(configurations, observations, strict=True) for k in range(samples)]
-    logps = player.thought_log_policy(batch, player.reason(batch))
+    logps = player.think(batch)[1]
     out: dict[tuple[int, ...], list[float]] = {tuple(piles): [] for piles in configurations}
     for index, (observation, logp) in enumerate(zip(batch, logps, strict=True)):
         piles = tuple(configurations[index // samples])

@@ -104,7 +104,7 @@ class _Builder:
         self.offsets = [0]
         self.choices: list[bool] = []  # per decision: scored by choice
         self.lp = self.width = 0
-        self.decisions = 0
+        self.decision_rows: list[int] = []  # per decision: its prompt row
 
     def cost_with(self, prompt: tuple[int, ...], legal: tuple[tuple[int, ...], ...], head_weight: int) -> int:
         """The pass's cost in tokens if this decision were added; nothing is changed."""
@@ -122,16 +122,14 @@ class _Builder:
         trie = n_prompts * (lp + width) if width else 0
         return n_prompts * lp + trie + (len(self.head_src) + new_heads) * head_weight
 
-    def add(self, prompt: tuple[int, ...], legal: tuple[tuple[int, ...], ...], reuse: int = 0,
-            fresh: bool = True, choice: bool = False) -> None:
+    def add(self, prompt: tuple[int, ...], legal: tuple[tuple[int, ...], ...], fresh: bool = True,
+            choice: bool = False) -> None:
         """Add one decision; ``fresh``: a new prompt's row copies its legal list's cached shape; ``choice``: scored
         by choice (see ScoringBatch)."""
         self.choices.append(choice)
         row = self.prompts.setdefault(prompt, len(self.prompts))
         new = row == len(self.rows)
-        if reuse > self.reuse.get(row, (0, 0))[0]:
-            self.reuse[row] = (reuse, self.decisions)
-        self.decisions += 1
+        self.decision_rows.append(row)
         self.lp = max(self.lp, len(prompt))
         if new and fresh:
             self._copy_shape(row, _shape(legal))
@@ -174,7 +172,13 @@ class _Builder:
             self.width = max(self.width, len(self.rows[row]))
         return nodes[prefix]
 
-    def build(self, pad_id: int) -> ScoringBatch:
+    def build(self, pad_id: int, reuse: Sequence[int] | None = None) -> ScoringBatch:
+        """The pass; ``reuse[d]``: how many leading tokens of decision d's prompt the cross-turn store holds (a
+        prompt row's stem is the longest any of its decisions holds, the first such decision's)."""
+        for decision, tokens in enumerate(reuse or ()):
+            row = self.decision_rows[decision]
+            if tokens > self.reuse.get(row, (0, 0))[0]:
+                self.reuse[row] = (tokens, decision)
         prompts = list(self.prompts)
         if any(len(prompts[i]) < 2 for i in range(len(prompts)) if i not in self.reuse):
             self.reuse = {}  # a one-token prompt has no stem to run beside stored ones: compute them all
@@ -318,21 +322,21 @@ def build_batch(prompts: Sequence[Sequence[int]], actions: Sequence[Sequence[Seq
     return builder.build(pad_id)
 
 
-def pack_batches(prompts: Sequence[Sequence[int]], actions: Sequence[Sequence[Sequence[int]]], max_tokens: int,
-                 head_weight: int, key: str, pad_id: int = 0, reuse: Sequence[int] | None = None,
-                 choices: Sequence[bool] | None = None) -> Iterator[tuple[int, int, ScoringBatch]]:
-    """Consecutive decisions [start, end) in passes of at most ``max_tokens`` (see _Builder); yields each pass.
+def plan_passes(prompts: Sequence[Sequence[int]], actions: Sequence[Sequence[Sequence[int]]], max_tokens: int,
+                head_weight: int, key: str, choices: Sequence[bool] | None = None
+                ) -> Iterator[tuple[int, int, _Builder]]:
+    """Consecutive decisions [start, end) in passes of at most ``max_tokens`` (see _Builder); yields each pass's
+    builder, not yet built (``build(pad_id, reuse)``), as soon as the next decision does not fit.
 
-    ``reuse[d]``: how many leading tokens of decision d's prompt the cross-turn store holds (0: none), read when d
-    is added, which for a later pass is after the caller resumed this generator (so after it scored and stored the
-    passes before); a pass counts those prompts at full length, so the split depends only on the decisions and the
-    budget. ``choices[d]``: decision d is scored by choice (see ScoringBatch).
+    A pass counts its prompts at full length, so the split depends only on the decisions and the budget, never on
+    what the cross-turn store holds when the pass is built. ``choices[d]``: decision d is scored by choice (see
+    ScoringBatch).
     """
     builder, start = _Builder(), 0
     for index, (prompt, legal) in enumerate(zip(prompts, actions, strict=True)):
         prompt, legal = _checked(prompt, legal)
         if builder.cost_with(prompt, legal, head_weight) > max_tokens and index > start:
-            yield start, index, builder.build(pad_id)
+            yield start, index, builder
             builder, start = _Builder(), index
         alone = builder.cost_with(prompt, legal, head_weight)
         if alone > max_tokens:
@@ -340,7 +344,15 @@ def pack_batches(prompts: Sequence[Sequence[int]], actions: Sequence[Sequence[Se
                 f"one decision needs {alone} scoring tokens (a {len(prompt)}-token prompt and {len(legal)} legal "
                 f"actions of up to {max(map(len, legal))} tokens, each scored position of the output head counting "
                 f"{head_weight}), over {key} = {max_tokens}: raise {key} to at least {alone}")
-        builder.add(prompt, legal, reuse[index] if reuse is not None else 0,
-                    choice=bool(choices is not None and choices[index]))
+        builder.add(prompt, legal, choice=bool(choices is not None and choices[index]))
     if len(prompts) > start:
-        yield start, len(prompts), builder.build(pad_id)
+        yield start, len(prompts), builder
+
+
+def pack_batches(prompts: Sequence[Sequence[int]], actions: Sequence[Sequence[Sequence[int]]], max_tokens: int,
+                 head_weight: int, key: str, pad_id: int = 0, reuse: Sequence[int] | None = None,
+                 choices: Sequence[bool] | None = None) -> Iterator[tuple[int, int, ScoringBatch]]:
+    """``plan_passes``' passes, built: (start, end, ScoringBatch) each (``reuse[d]``: how many leading tokens of
+    decision d's prompt the cross-turn store holds, 0: none; ``choices[d]``: decision d is scored by choice)."""
+    for start, end, builder in plan_passes(prompts, actions, max_tokens, head_weight, key, choices):
+        yield start, end, builder.build(pad_id, None if reuse is None else reuse[start:end])

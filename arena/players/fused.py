@@ -22,7 +22,7 @@ import mlx.core as mx
 import mlx.nn as nn
 
 from arena.core.jit import vector_jit
-from arena.players.kvcache import children_wrapped
+from arena.players.kvcache import children_replaced
 
 
 def fused_math() -> bool:
@@ -156,8 +156,9 @@ def swapped(model: Any, stand_ins: dict[str, Callable[[Callable[..., mx.array]],
 def fused_ropes(model: Any) -> contextlib.AbstractContextManager[None]:
     """While inside, each attention layer's plain ``nn.RoPE`` is a ``FusedRope`` (others stay); restored after."""
     attentions = [layer.get("self_attn") for layer in model.layers]
-    return children_wrapped([(attention, "rope") for attention in attentions if attention is not None
-                             and type(attention.get("rope")) is nn.RoPE and not attention.rope.traditional], FusedRope)
+    return children_replaced([(attention, "rope", FusedRope(attention.rope)) for attention in attentions
+                              if attention is not None and type(attention.get("rope")) is nn.RoPE
+                              and not attention.rope.traditional])
 
 
 @contextlib.contextmanager

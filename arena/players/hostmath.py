@@ -19,7 +19,7 @@ from mlx_lm.models.base import create_causal_mask
 from arena.core.blas import host_blas, sgemm
 from arena.players.fused import attend_with, layer_parts, swapped
 from arena.players.head import float_weight
-from arena.players.kvcache import children_wrapped
+from arena.players.kvcache import children_replaced
 
 # Above this vocabulary (a real model's), inference on the CPU takes its exps on the host. MLX 0.32's x86 CPU
 # backend has no SIMD transcendentals (ml-explore/mlx#3019 is open): its exp costs ~17 ns an element here, numpy's
@@ -282,7 +282,7 @@ def host_linears(model: Any) -> contextlib.AbstractContextManager[None]:
             return linear.weight.dtype == mx.float32
         return copies and type(linear) is nn.QuantizedLinear and linear.mode == "affine"
 
-    return children_wrapped([(p, n) for p, n in slots if on_host(p.get(n))], HostLinear)
+    return children_replaced([(p, n, HostLinear(p[n])) for p, n in slots if on_host(p.get(n))])
 
 
 @contextlib.contextmanager

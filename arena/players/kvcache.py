@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
 import mlx.core as mx
@@ -139,21 +139,21 @@ def per_token_positions(model: Any) -> Iterator[None]:
         raise ArenaError(f"model type {getattr(model, 'model_type', '?')} has no self_attn.rope in every layer: "
                          "arena's trie scoring places each action token at its own position through it "
                          "(qwen2/qwen3/llama-style models have one)")
-    with children_wrapped([(attention, "rope") for attention in attentions], _PerTokenRope):
+    with children_replaced([(attention, "rope", _PerTokenRope(attention.rope)) for attention in attentions]):
         yield
 
 
 @contextlib.contextmanager
-def children_wrapped(slots: Sequence[tuple[Any, str]], wrap: Callable[[Any], nn.Module]) -> Iterator[None]:
-    """While inside, each ``(parent, name)`` of ``slots`` holds ``wrap(parent[name])``; restored after, even when a
-    pass fails."""
-    originals = [getattr(parent, name) for parent, name in slots]
+def children_replaced(swaps: Sequence[tuple[Any, str, nn.Module]]) -> Iterator[None]:
+    """While inside, each ``(parent, name, child)`` of ``swaps`` has ``parent[name]`` = ``child`` (the caller built
+    each from the one it replaces); the originals are restored after, even when a pass fails."""
+    originals = [getattr(parent, name) for parent, name, _ in swaps]
     try:
-        for (parent, name), child in zip(slots, originals, strict=True):
-            setattr(parent, name, wrap(child))
+        for parent, name, child in swaps:
+            setattr(parent, name, child)
         yield
     finally:
-        for (parent, name), child in zip(slots, originals, strict=True):
+        for (parent, name, _), child in zip(swaps, originals, strict=True):
             setattr(parent, name, child)
 
 

@@ -8,7 +8,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import mlx.core as mx
 import numpy as np
 
 from arena.core.config import as_dict
@@ -18,15 +17,15 @@ from arena.core.pins import ADAPTER_WEIGHTS, model_pin, model_quant, read_model_
 from arena.games.base import Observation
 from arena.games.variants import scored_by_choice
 from arena.players.base import Decision, Player
-from arena.players.batching import MIN_STEM, ScoringBatch, pack_batches
-from arena.players.config import MLXPlayerConfig
+from arena.players.batching import MIN_STEM, pack_batches
+from arena.players.config import MLXPlayerConfig, ThinkConfig
 from arena.players.head import check_head
-from arena.players.kvcache import TurnCache, bound_buffer_cache, rows_kv
+from arena.players.kvcache import TurnCache, bound_buffer_cache
 from arena.players.memo import PolicyMemo
 from arena.players.memory import budget_note, model_shape, require_loadable, say_once
 from arena.players.prompts import ChatPrompts, prompt_text
-from arena.players.scoring import inference_log_softmax, inference_loglik, per_decision, prompt_positions
-from arena.players.thinking import Reasoning, ThinkPrompts, generate
+from arena.players.scoringpass import Inference, ScoringPass
+from arena.players.thinking import Reasoning, ThinkPrompts
 
 __all__ = ["MLXPlayer", "load_model", "load_tokenizer", "prompt_text"]
 
@@ -97,21 +96,9 @@ def load_tokenizer(path: str | Path) -> Any:
     return mlx_load_tokenizer(path, eos_token_ids=config.get("eos_token_id"))
 
 
-class _LiveReuse(Sequence[int]):
-    """Each decision's stored tokens (``TurnCache.reusable``) as of when its pass is built, which is after the passes
-    before it stored their prompts: one of them may have evicted the entry a stale plan would reuse (64 games over
-    several passes: ``KeyError`` on a stream). Where nothing was evicted, the same numbers as planned up front."""
-
-    def __init__(self, turns: TurnCache, streams: list, prompts: list[tuple[int, ...]]) -> None:
-        self.turns, self.streams, self.prompts = turns, streams, prompts
-
-    def __len__(self) -> int:
-        return len(self.prompts)
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        return self.turns.reusable(self.streams[index], self.prompts[index])
+def _choices(observations: Sequence[Observation]) -> list[bool]:
+    """Per observation, whether its game's legal actions are scored by choice (``variants.scored_by_choice``)."""
+    return [scored_by_choice(o.game_id) for o in observations]
 
 
 class MLXPlayer(Player):
@@ -135,6 +122,7 @@ class MLXPlayer(Player):
         kv = self.shape.kv_token_bytes
         self.turns = TurnCache(self.config.max_batch_tokens * kv, kv, MIN_STEM)
         self.memo = PolicyMemo(self.config.memo_prompts)
+        self._thinking: ScoringPass | None = None  # the pass ``reason`` left for ``thought_log_policy``
         self.prompts = ChatPrompts(self.tokenizer, self.config.view, self.config.enable_thinking)
         if self.config.think is not None:
             # After reasoning, a move is scored as the plain reply (the template's non-thinking reply tokens).
@@ -162,9 +150,9 @@ class MLXPlayer(Player):
     def scoring_passes(self, observations: Sequence[Observation], max_tokens: int | None = None,
                        key: str = "player.max_batch_tokens"):
         """The observations' scoring passes under the token budget: (start, end, ScoringBatch) each."""
-        return self._passes([self._prompt_ids(o) for o in observations],
-                            [[self._action_ids(a) for a in o.legal_actions] for o in observations], None,
-                            max_tokens, key, [scored_by_choice(o.game_id) for o in observations])
+        return pack_batches([self._prompt_ids(o) for o in observations], self._actions(observations),
+                            max_tokens or self.config.max_batch_tokens, self.shape.head_weight, key,
+                            self.tokenizer.pad_token_id or 0, None, _choices(observations))
 
     def begin_match(self) -> None:
         """A new match: the keys and values kept for the last one's games are dropped."""
@@ -175,124 +163,69 @@ class MLXPlayer(Player):
         self.turns.clear()
         self.memo.clear()
 
+    def _actions(self, observations: Sequence[Observation], prompts: ChatPrompts | None = None) -> list:
+        """Each observation's legal actions as the tokens they are scored as (``prompts``: the reply's tokens)."""
+        ids = prompts.action_ids if prompts is not None else self._action_ids
+        return [[ids(a) for a in o.legal_actions] for o in observations]
+
+    def _pass(self) -> ScoringPass:
+        """A pass of this player's model over one call's decisions, reading and feeding its cross-turn store."""
+        inference = Inference(self.model, self.shape, self.config.max_batch_tokens, self.tokenizer.pad_token_id or 0,
+                              self.config.temperature)
+        return ScoringPass(inference, self.turns)
+
     def _log_policy(self, observations: Sequence[Observation]) -> list[np.ndarray]:
         """Per observation, the log-probability of each legal action (through the memo when the player has one)."""
         if not self.memo:
             return self._scored(observations)
-        out = []
-        for observation in observations:
-            key = PolicyMemo.key(self._prompt_ids(observation), observation.legal_actions)
-            logp = self.memo.get(key)
-            if logp is None:
-                # Alone and with no stored stem: an entry is the same whatever the prompt was first met with.
-                logp = self._scored([replace(observation, stream=0)])[0]
-                self.memo.put(key, logp)
-            out.append(logp)
-        return out
+        prompts = [self._prompt_ids(o) for o in observations]
+        legal = [o.legal_actions for o in observations]
+        return self._pass().memoised(self.memo, prompts, self._actions(observations), legal, _choices(observations))
 
     def scored(self, observations: Sequence[Observation]) -> list[np.ndarray]:
         """Per observation, the log-probability of each legal action, past the memo; a game's previous prompt (its
         ``stream``'s last in this match) is reused."""
         return self._scored(observations)
 
-    def reason(self, observations: Sequence[Observation]) -> list[Reasoning]:
-        """Each observation's reasoning (``think`` on): generated in batches under ``max_batch_tokens``, every row
-        sampled from its decision's own key."""
-        think = self.config.think
-        if think is None:
-            raise ArenaError("this player has no think setting: give its section think: {max_tokens: N}")
+    def _scored(self, observations: Sequence[Observation]) -> list[np.ndarray]:
+        prompts = [self._prompt_ids(o) for o in observations]
+        streams = [(o.stream, o.player_id) if o.stream and len(p) > MIN_STEM else None
+                   for o, p in zip(observations, prompts, strict=True)]
+        return self._pass().score(prompts, self._actions(observations), streams, _choices(observations))
+
+    def think(self, observations: Sequence[Observation]) -> tuple[list[Reasoning], list[np.ndarray]]:
+        """Each observation's reasoning (``think`` on) and its legal actions' log-probabilities scored after it, in
+        one pass: the reasoning generated in batches under ``max_batch_tokens``, every row sampled from its
+        decision's own key; the move scored on the reasoning's own keys and values."""
+        think = self._think()
         prompts = [self.think_prompts.prompt_ids(o) for o in observations]
-        # Each row's prompt-and-reasoning keys and values go to the cross-turn store as its batch ends, under a key of
-        # its own, so the move's scoring pass encodes only the answer prefix and the actions (the store keeps at most
-        # a pass's worth of tokens, evicting the oldest first).
-        self._thought_keys: list[Any] = [None] * len(prompts)
+        return self._pass().think(prompts, self._actions(observations, self.reply_prompts), _choices(observations),
+                                  [o.sample_key for o in observations], think, self.think_prompts)
 
-        def keep(row: int, tokens: tuple[int, ...], kv: Any) -> None:
-            self.turns.store(("think", row), tokens, kv)
-            self._thought_keys[row] = ("think", row)
-
-        generated = generate(self.model, self.shape, prompts, [o.sample_key for o in observations], think,
-                             self.think_prompts.stops, self.config.max_batch_tokens, keep)
-        return [self.think_prompts.finish(tokens) for tokens in generated]
+    def reason(self, observations: Sequence[Observation]) -> list[Reasoning]:
+        """``think``'s first half: each observation's reasoning; its keys and values stay in the cross-turn store
+        until ``thought_log_policy`` scores the moves after it."""
+        think = self._think()
+        self._thinking = self._pass()
+        return self._thinking.reason([self.think_prompts.prompt_ids(o) for o in observations],
+                                     [o.sample_key for o in observations], think, self.think_prompts)
 
     def thought_prompt(self, observation: Observation, reasoning: Reasoning) -> tuple[int, ...]:
         """The tokens the move is scored after: the reasoning prompt, the reasoning and its answer prefix."""
-        return self.think_prompts.prompt_ids(observation) + reasoning.ids + reasoning.prefix
+        return reasoning.context(self.think_prompts.prompt_ids(observation))
 
     def thought_log_policy(self, observations: Sequence[Observation],
                            reasonings: Sequence[Reasoning]) -> list[np.ndarray]:
-        """Per observation, the log-probability of each legal action scored after its reasoning."""
+        """``think``'s second half: per observation, the log-probability of each legal action scored after its
+        reasoning (on the keys and values the last ``reason`` stored, which are dropped after)."""
+        run, self._thinking = self._thinking or self._pass(), None
         prompts = [self.thought_prompt(o, r) for o, r in zip(observations, reasonings, strict=True)]
-        actions = [[self.reply_prompts.action_ids(a) for a in o.legal_actions] for o in observations]
-        # The reasoning's own keys and values (``reason``), never a game stream: a prompt with reasoning in it is never
-        # the start of the game's next prompt.
-        keys = getattr(self, "_thought_keys", [])
-        streams = [keys[i] if i < len(keys) and keys[i] is not None and len(p) > MIN_STEM else None
-                   for i, p in enumerate(prompts)]
-        try:
-            return self._scored(observations, prompts, actions, streams)
-        finally:
-            for key in keys:
-                if key is not None:
-                    self.turns.drop(key)
-            self._thought_keys = []
+        return run.score_thoughts(prompts, self._actions(observations, self.reply_prompts), _choices(observations))
 
-    def _scored(self, observations: Sequence[Observation], prompts: list | None = None,
-                actions: list | None = None, streams: list | None = None) -> list[np.ndarray]:
-        """Per observation, the log-probability of each legal action; a game's previous prompt is reused."""
-        prompts = prompts or [self._prompt_ids(o) for o in observations]
-        actions = actions or [[self._action_ids(a) for a in o.legal_actions] for o in observations]
-        if streams is None:
-            streams = [(o.stream, o.player_id) if o.stream and len(p) > MIN_STEM else None
-                       for o, p in zip(observations, prompts, strict=True)]
-        reuse = [self.turns.reusable(s, p) for s, p in zip(streams, prompts, strict=True)]
-        choices = [scored_by_choice(o.game_id) for o in observations]
-        order = list(range(len(observations)))
-        passes = self._passes(prompts, actions, reuse, choices=choices)
-        first = next(passes, None)
-        if first is not None and first[1] < len(order):
-            # Several passes: cut them from the decisions in order of their new tokens, so each pass's prompts pad to
-            # similar lengths (Liar's Dice, full view, 64 games: 1.46 -> 1.58 games/s); one pass keeps its order.
-            order.sort(key=lambda i: (len(prompts[i]) - reuse[i], i))
-            prompts, actions, streams, choices = ([xs[i] for i in order] for xs in (prompts, actions, streams, choices))
-            passes = self._passes(prompts, actions, _LiveReuse(self.turns, streams, prompts), choices=choices)
-        elif first is not None:
-            passes = iter([first])
-        out: list[np.ndarray] = [np.empty(0)] * len(order)
-        for start, end, batch in passes:
-            logps = self._scored_pass(batch, prompts[start:end], streams[start:end])
-            for index, logp in zip(order[start:end], logps, strict=True):
-                out[index] = logp
-        return out
-
-    def _passes(self, prompts: list[tuple[int, ...]], actions: list, reuse: Sequence[int] | None,
-                max_tokens: int | None = None, key: str = "player.max_batch_tokens",
-                choices: Sequence[bool] | None = None):
-        return pack_batches(prompts, actions, max_tokens or self.config.max_batch_tokens, self.shape.head_weight, key,
-                            self.tokenizer.pad_token_id or 0, reuse, choices)
-
-    def _scored_pass(self, batch: ScoringBatch, prompts: list[tuple[int, ...]], streams: list) -> list[np.ndarray]:
-        """One pass's decisions (``prompts``, ``streams``: theirs, in the pass's order): their log-policies; their
-        prompts' keys and values are stored for their games' next turns."""
-        stored = [self.turns.prefix(streams[d], n) for d, n in batch.stored]
-        kept: list[tuple[Any, tuple[int, ...], Any]] = []
-
-        def keep(caches, lengths) -> None:
-            rows: dict[tuple[int, ...], int] = {}
-            wanted = [(stream, prompt, rows.setdefault(prompt, len(rows)))
-                      for prompt, stream in zip(prompts, streams, strict=True)]
-            wanted = [entry for entry in wanted if entry[0] is not None]
-            distinct = sorted({row for _, _, row in wanted})
-            arrays = rows_kv(caches, distinct, [prompt_positions(batch, caches, row) for row in distinct])
-            by_row = dict(zip(distinct, arrays, strict=True))
-            kept.extend((stream, prompt, by_row[row]) for stream, prompt, row in wanted)
-
-        loglik = inference_loglik(self.model, batch, stored, keep if any(streams) else None)
-        logp_mx = inference_log_softmax(loglik, batch.action_offsets, self.config.temperature or 1.0)
-        mx.eval(logp_mx, [kv for _, _, kv in kept])
-        for stream, prompt, kv in kept:
-            self.turns.store(stream, prompt, kv)
-        return per_decision(np.array(logp_mx, dtype=np.float64), batch.action_offsets)
+    def _think(self) -> ThinkConfig:
+        if self.config.think is None:
+            raise ArenaError("this player has no think setting: give its section think: {max_tokens: N}")
+        return self.config.think
 
     def act(self, observation: Observation) -> Decision:
         return self.act_batch([observation])[0]
@@ -302,8 +235,8 @@ class MLXPlayer(Player):
             if not observation.legal_actions:
                 raise ArenaError(f"{observation.game_id}: no legal actions to choose from")
         if self.config.think is not None:
-            reasonings: list[Reasoning | None] = list(self.reason(observations))
-            logps = self.thought_log_policy(observations, reasonings)
+            thought, logps = self.think(observations)
+            reasonings: list[Reasoning | None] = list(thought)
         else:
             reasonings, logps = [None] * len(observations), self._log_policy(observations)
         decisions = []

@@ -13,7 +13,7 @@ from arena.players.batching import ScoringBatch
 from arena.players.fused import fused_kernels, fused_math
 from arena.players.head import head_matrix, output_head
 from arena.players.hostmath import head_log_probs, host_kernels, host_math, log_normalisers
-from arena.players.kvcache import PrefixCache, Stored, joined, stacked
+from arena.players.kvcache import PrefixCache, Stored, joined, rows_kv, stacked
 from arena.players.levels import tail_states, trie_states
 
 # ----------------------------------------------------------------------------------------------- the model side
@@ -36,35 +36,32 @@ def _prompt_states(model: Any, batch: ScoringBatch, stored: Sequence[Stored] = (
     return last, caches, mx.array(batch.tail_len)
 
 
-def action_states(model: Any, batch: ScoringBatch, stored: Sequence[Stored] = (),
-                  keep: Callable[[list[PrefixCache], mx.array | None], None] | None = None,
-                  grouped: bool = False) -> mx.array:
-    """The hidden states the output head reads, [H, hidden] (``batch.head_src`` order); differentiable.
+def action_states(model: Any, batch: ScoringBatch, stored: Sequence[Stored] = (), grouped: bool = False,
+                  kept_rows: Sequence[int] = ()) -> tuple[mx.array, list[Stored]]:
+    """The hidden states the output head reads, [H, hidden] (``batch.head_src`` order), differentiable; and the
+    keys and values of the prompt rows ``kept_rows`` (each row's own tokens, ``Stored``), before the actions extend
+    them (a game's next turn reuses them).
 
-    ``stored``: the keys and values of ``batch.stored``'s stems, in order. ``keep(caches, lengths)``, if given,
-    sees the prompts' caches before the actions extend them (to store them for the game's next turn). ``grouped``:
-    the prompts' tails in groups of similar length (scoring for play; training keeps one level, so the default's
-    trained bytes stay what they were).
+    ``stored``: the keys and values of ``batch.stored``'s stems, in order. ``grouped``: the prompts' tails in groups
+    of similar length (scoring for play; training keeps one level, so the default's trained bytes stay what they
+    were).
     """
     last, caches, lengths = _prompt_states(model, batch, stored, grouped)
-    if keep is not None:
-        keep(caches, lengths)
+    kept = rows_kv(caches, kept_rows, [prompt_positions(batch, caches, row) for row in kept_rows]) if kept_rows else []
     if not batch.trie.size:
-        return last[mx.array(batch.head_src)]
+        return last[mx.array(batch.head_src)], kept
     packed, where = trie_states(model, caches, lengths, batch.trie, batch.trie_depth, batch.trie_mask,
                                 batch.trie_len)
     rows = last.shape[0]  # head_src counts trie states row-major after the rows' last states
     src = batch.head_src.astype(np.int64)
     node = np.maximum(src - rows, 0)
     src = np.where(src < rows, src, rows + where.reshape(-1)[node])
-    return mx.concatenate([last, packed])[mx.array(src.astype(np.int32))]
+    return mx.concatenate([last, packed])[mx.array(src.astype(np.int32))], kept
 
 
-def action_loglik(model: Any, batch: ScoringBatch, stored: Sequence[Stored] = (),
-                  keep: Callable[[list[PrefixCache], mx.array | None], None] | None = None,
-                  grouped: bool = False) -> mx.array:
+def action_loglik(model: Any, batch: ScoringBatch, stored: Sequence[Stored] = (), grouped: bool = False) -> mx.array:
     """Log-likelihood of every action sequence given its prompt, [total actions]; differentiable."""
-    return _head_loglik(model, action_states(model, batch, stored, keep, grouped), batch, mx.logsumexp)
+    return _head_loglik(model, action_states(model, batch, stored, grouped)[0], batch, mx.logsumexp)
 
 
 def _head_loglik(model: Any, states: mx.array, batch: ScoringBatch, logsumexp: Callable[..., mx.array]) -> mx.array:
@@ -91,18 +88,20 @@ def _summed(picked: mx.array, batch: ScoringBatch) -> mx.array:
     return padded.sum(axis=1)
 
 
-def inference_loglik(model: Any, batch: ScoringBatch, stored: Sequence[Stored] = (),
-                     keep: Callable[[list[PrefixCache], mx.array | None], None] | None = None) -> mx.array:
-    """``action_loglik`` without gradients: its exps on the host where that is faster (``host_math``), else by MLX's
-    compiled kernels where the JIT vectorises them (``fused_math``: the same bits as MLX's library)."""
+def inference_scores(model: Any, batch: ScoringBatch, stored: Sequence[Stored] = (),
+                     kept_rows: Sequence[int] = ()) -> tuple[mx.array, list[Stored]]:
+    """``action_loglik`` without gradients, and the prompt rows ``kept_rows``' keys and values (``action_states``):
+    its exps on the host where that is faster (``host_math``), else by MLX's compiled kernels where the JIT
+    vectorises them (``fused_math``: the same bits as MLX's library)."""
     if not host_math(model):
         if not fused_math():
-            return action_loglik(model, batch, stored, keep, grouped=True)
+            states, kept = action_states(model, batch, stored, grouped=True, kept_rows=kept_rows)
+            return _head_loglik(model, states, batch, mx.logsumexp), kept
         with fused_kernels(model):
-            states = action_states(model, batch, stored, keep, grouped=True)
-        return _head_loglik(model, states, batch, fused.logsumexp)
+            states, kept = action_states(model, batch, stored, grouped=True, kept_rows=kept_rows)
+        return _head_loglik(model, states, batch, fused.logsumexp), kept
     with host_kernels(model):
-        states = action_states(model, batch, stored, keep, grouped=True)
+        states, kept = action_states(model, batch, stored, grouped=True, kept_rows=kept_rows)
     matrix = head_matrix(model)
     if matrix is not None and matrix[0].dtype == mx.float32:
         picked = head_log_probs(states, *matrix, batch.gather_head, batch.gather_tok)
@@ -110,11 +109,16 @@ def inference_loglik(model: Any, batch: ScoringBatch, stored: Sequence[Stored] =
         logits = output_head(model)(states).astype(mx.float32)
         mx.eval(logits)
         picked = np.asarray(logits)[batch.gather_head, batch.gather_tok] - log_normalisers(logits)[batch.gather_head]
-    return _summed(by_choice(mx.array(picked.astype(np.float32)), batch), batch)
+    return _summed(by_choice(mx.array(picked.astype(np.float32)), batch), batch), kept
+
+
+def inference_loglik(model: Any, batch: ScoringBatch, stored: Sequence[Stored] = ()) -> mx.array:
+    """``inference_scores``' log-likelihoods alone."""
+    return inference_scores(model, batch, stored)[0]
 
 
 def prompt_positions(batch: ScoringBatch, caches: Sequence[PrefixCache], row: int) -> np.ndarray:
-    """Where prompt row ``row``'s own tokens sit in the caches ``action_loglik`` hands to ``keep``."""
+    """Where prompt row ``row``'s own tokens sit in the caches its actions extend (see ``action_states``)."""
     if not batch.tails.size and not batch.stored:
         width = batch.prompts.shape[1]
         return np.arange(batch.prompt_pad[row], width)

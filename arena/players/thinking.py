@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +13,7 @@ from arena.core.hashing import digest_config
 from arena.games.base import Observation
 from arena.players.config import ThinkConfig
 from arena.players.head import output_head
+from arena.players.kvcache import TurnCache
 from arena.players.memory import ModelShape
 from arena.players.prompts import end_of_turn_ids, prompt_text, view_messages
 
@@ -30,6 +31,10 @@ class Reasoning:
     ids: tuple[int, ...]
     text: str
     prefix: tuple[int, ...]
+
+    def context(self, prompt: Sequence[int]) -> tuple[int, ...]:
+        """The tokens the move is scored after: the reasoning prompt, the reasoning and its answer prefix."""
+        return tuple(prompt) + self.ids + self.prefix
 
 
 def _fmix(x: mx.array) -> mx.array:
@@ -125,26 +130,29 @@ def _sample(logits: mx.array, keys: mx.array, step: int, temperature: float) -> 
     return mx.argmax(logits.astype(mx.float32) / temperature + gumbel_noise(keys, step, logits.shape[-1]), axis=-1)
 
 
-# Called per generated row with (row, the tokens whose keys and values the caches hold: its prompt and the generated
-# tokens fed back, those keys and values as one array [2 x layers, kv heads, tokens, head dim]: kvcache's Stored).
-Keep = Callable[[int, tuple[int, ...], mx.array], None]
+def thought_key(index: int) -> Hashable:
+    """The store's key of decision ``index``'s reasoning (its prompt and reasoning's keys and values)."""
+    return ("think", index)
 
 
-def _kept_rows(caches: Sequence[Any], padding: Sequence[int], tokens: Sequence[tuple[int, ...]], keep: Keep,
+def _kept_rows(caches: Sequence[Any], padding: Sequence[int], tokens: Sequence[tuple[int, ...]], store: TurnCache,
                rows: Sequence[int]) -> None:
+    """Each row's keys and values (``tokens[row]``: the tokens the caches hold for it) stored as ``rows[row]``'s
+    reasoning, one array [2 x layers, kv heads, tokens, head dim] (kvcache's Stored)."""
     for row, (pad, held) in enumerate(zip(padding, tokens, strict=True)):
         kv = mx.concatenate([getattr(c, part)[row:row + 1, :, pad:pad + len(held)]
                              for part in ("keys", "values") for c in caches])
         mx.eval(kv)
-        keep(rows[row], held, kv)
+        store.store(thought_key(rows[row]), held, kv)
 
 
 def generate_rows(model: Any, prompts: Sequence[Sequence[int]], keys: mx.array, max_tokens: int,
-                  temperature: float, stops: set[int], keep: Keep | None = None,
+                  temperature: float, stops: set[int], keep: TurnCache | None = None,
                   rows: Sequence[int] = ()) -> list[list[int]]:
     """One batch's reasoning: left-padded prompts prefilled once into per-layer batch KV caches, then one token per
     row per step (the head applied to the last position only) until every row stopped or ``max_tokens``. With
-    ``keep``, each row's keys and values (its prompt and the generated tokens fed back) are handed over at the end."""
+    ``keep``, each row's keys and values (its prompt and the generated tokens fed back) are stored in it at the end,
+    under ``thought_key`` of its index in ``rows`` (default: its position)."""
     from mlx_lm.models.cache import BatchKVCache
 
     width = max(len(p) for p in prompts)
@@ -188,7 +196,7 @@ def generate_rows(model: Any, prompts: Sequence[Sequence[int]], keys: mx.array, 
 
 
 def generate_fast(model: Any, prompts: Sequence[Sequence[int]], keys: mx.array, max_tokens: int,
-                  temperature: float, stops: set[int], keep: Keep | None = None,
+                  temperature: float, stops: set[int], keep: TurnCache | None = None,
                   rows: Sequence[int] = ()) -> list[list[int]]:
     """``generate_rows`` with the layers' projections as float32 BLAS on the host where scoring runs them there
     (a quantised model on the CPU: MLX 0.32's 4-bit CPU matmul is far slower than float BLAS)."""
@@ -201,9 +209,10 @@ def generate_fast(model: Any, prompts: Sequence[Sequence[int]], keys: mx.array, 
 
 
 def generate(model: Any, shape: ModelShape, prompts: Sequence[Sequence[int]], sample_keys: Sequence[int],
-             think: ThinkConfig, stops: set[int], max_batch_tokens: int, keep: Keep | None = None) -> list[list[int]]:
+             think: ThinkConfig, stops: set[int], max_batch_tokens: int, keep: TurnCache | None = None
+             ) -> list[list[int]]:
     """Every decision's reasoning tokens, in batches of rows of similar width under ``max_batch_tokens`` (``keep``:
-    each decision's keys and values, by its index, as its batch ends)."""
+    the store each decision's keys and values go to as its batch ends, under ``thought_key`` of its index)."""
     order = sorted(range(len(prompts)), key=lambda i: (len(prompts[i]), i))
     out: list[list[int]] = [[] for _ in prompts]
     start = 0
