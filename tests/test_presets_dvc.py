@@ -42,7 +42,9 @@ def _expected(preset: Path, home: Path) -> dict:
 
 
 @pytest.mark.parametrize("name", ["qwen3-4b-4bit", pytest.param("tictactoe-oracles", marks=pytest.mark.slow),
-                                  pytest.param("nim-openings", marks=pytest.mark.slow)])
+                                  pytest.param("nim-openings", marks=pytest.mark.slow),
+                                  pytest.param("negotiation-mix", marks=pytest.mark.slow),
+                                  pytest.param("smollm2-think", marks=pytest.mark.slow)])
 def test_readme_command_runs_through_dvc(tmp_path, name):
     repo = _project(tmp_path)
     # README's line, verbatim but for the preset's name: bash splits $(...) into words and removes no quotes.
