@@ -14,7 +14,7 @@ from arena.core.errors import ArenaError
 from arena.core.hashing import digest_bytes
 from arena.games.base import Game, Observation
 from arena.games.registry import make_game
-from arena.games.variants import MAX_ACTIONS, TEXTARENA_PREFIX
+from arena.games.variants import MAX_ACTIONS, lists_no_actions
 from arena.players.base import Decision, Player, reasoning_digest
 
 # MAX_ACTIONS (every variant is checked to end within it, games/variants.py): a player stuck re-prompting forever
@@ -127,7 +127,7 @@ def _apply(run: _Running, observation: Observation, decision: Decision) -> None:
 
 def check_players(game_id: str, players: Sequence[Player]) -> None:
     """A ``textarena:ENV_ID`` game lists no legal actions: only frontier players (free text) can play it."""
-    if game_id.startswith(TEXTARENA_PREFIX):
+    if lists_no_actions(game_id):
         local = sorted({p.spec for p in players if not p.spec.startswith("openai:")})
         if local:
             raise ArenaError(f"game {game_id} lists no legal actions, so {local} cannot play it: only frontier "
