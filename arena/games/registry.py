@@ -74,14 +74,14 @@ ALIAS_SPECS: dict[str, GameSpec] = {
 
 
 def get_spec(game_id: str) -> GameSpec:
-    """The registered spec for ``game_id`` (``textarena:ENV_ID``: that env, frontier players only); a ValueError lists
-    the known ids otherwise."""
+    """The registered spec for ``game_id`` (``textarena:ENV_ID``: that env, for players that write their move; an
+    ARENA_ALIASES id: that arena game); a ValueError lists the known ids otherwise."""
     if is_any_env(game_id) and game_id[len(TEXTARENA_PREFIX):] in ARENA_ALIASES:
         return ALIAS_SPECS[game_id[len(TEXTARENA_PREFIX):]]
     if is_any_env(game_id):
         env_id, overrides = resolve_env_id(game_id[len(TEXTARENA_PREFIX):])
-        return GameSpec(game_id, env_id, AnyEnvGame, f"TextArena's {env_id} under its own rules (frontier players)",
-                        overrides)
+        return GameSpec(game_id, env_id, AnyEnvGame,
+                        f"TextArena's {env_id} under its own rules (frontier and thinking players)", overrides)
     if isinstance(game_id, str) and game_id in GAMES:
         return GAMES[game_id]
     check_game_id(game_id)  # the one-line error: the known ids, and a hint for a bare TextArena id

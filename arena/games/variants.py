@@ -192,7 +192,8 @@ def ultimatum_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
     return checked
 
 
-# ``textarena:ENV_ID`` names any two-player TextArena env, played by generation players only (arena.games.anyenv).
+# ``textarena:ENV_ID`` names any two-player TextArena env, played by generation players only (arena.games.anyenv):
+# frontier players and thinking local players.
 TEXTARENA_PREFIX = "textarena:"
 _ENV_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./-]*$")
 
@@ -276,7 +277,7 @@ def check_game_id(game_id: Any) -> str:
         hint = (f" ({game_id!r} looks like a TextArena id: write {TEXTARENA_PREFIX}{game_id})"
                 if isinstance(game_id, str) and re.search(r"-v\d", game_id) else "")
         raise ArenaError(f"unknown game id {game_id!r}; known games: {sorted(VARIANTS)}, or {TEXTARENA_PREFIX}ENV_ID "
-                         f"for any two-player TextArena env (frontier players only){hint}")
+                         f"for any two-player TextArena env (frontier and thinking players){hint}")
     return game_id
 
 

@@ -126,12 +126,14 @@ def _apply(run: _Running, observation: Observation, decision: Decision) -> None:
 
 
 def check_players(game_id: str, players: Sequence[Player]) -> None:
-    """A ``textarena:ENV_ID`` game lists no legal actions: only frontier players (free text) can play it."""
+    """A ``textarena:ENV_ID`` game lists no legal actions: only players that write their move (frontier players, and
+    local players with ``think``) can play it."""
     if lists_no_actions(game_id):
-        local = sorted({p.spec for p in players if not p.spec.startswith("openai:")})
+        local = sorted({p.spec for p in players if not (p.spec.startswith("openai:") or p.writes_text)})
         if local:
             raise ArenaError(f"game {game_id} lists no legal actions, so {local} cannot play it: only frontier "
-                             "players (openai:MODEL@BASE_URL) play a textarena:ENV_ID game")
+                             "players (openai:MODEL@BASE_URL) and thinking local players (think: {max_tokens: N}) "
+                             "play a textarena:ENV_ID game")
 
 
 def _start_cohort(cohort: Sequence[tuple[int, Slot]], players: tuple[Player, Player], game_id: str,

@@ -20,13 +20,14 @@ from arena.games.variants import scored_by_choice
 from arena.players.base import Decision, Player
 from arena.players.batching import MIN_STEM, ScoringBatch, pack_batches
 from arena.players.config import MLXPlayerConfig
+from arena.players.frontier_reply import parse_action
 from arena.players.head import check_head
 from arena.players.kvcache import TurnCache, bound_buffer_cache, rows_kv
 from arena.players.memo import PolicyMemo
 from arena.players.memory import budget_note, model_shape, require_loadable, say_once
-from arena.players.prompts import ChatPrompts, prompt_text
+from arena.players.prompts import ChatPrompts, end_of_turn_ids, prompt_text
 from arena.players.scoring import inference_log_softmax, inference_loglik, per_decision, prompt_positions
-from arena.players.thinking import Reasoning, ThinkPrompts, generate
+from arena.players.thinking import Reasoning, ThinkPrompts, answer, generate
 
 __all__ = ["MLXPlayer", "load_model", "load_tokenizer", "prompt_text"]
 
@@ -297,10 +298,15 @@ class MLXPlayer(Player):
     def act(self, observation: Observation) -> Decision:
         return self.act_batch([observation])[0]
 
+    @property
+    def writes_text(self) -> bool:
+        """A thinking player writes a free-text move where a game lists no legal actions."""
+        return self.config.think is not None
+
     def act_batch(self, observations: Sequence[Observation]) -> list[Decision]:
-        for observation in observations:
-            if not observation.legal_actions:
-                raise ArenaError(f"{observation.game_id}: no legal actions to choose from")
+        listed = [bool(o.legal_actions) for o in observations]
+        if not all(listed):
+            return self._act_unlisted(observations, listed)
         if self.config.think is not None:
             reasonings: list[Reasoning | None] = list(self.reason(observations))
             logps = self.thought_log_policy(observations, reasonings)
@@ -320,6 +326,37 @@ class MLXPlayer(Player):
                 decision = replace(decision, reasoning=reasoning.text, reasoning_tokens=reasoning.ids)
             decisions.append(decision)
         return decisions
+
+    def _act_unlisted(self, observations: Sequence[Observation], listed: Sequence[bool]) -> list[Decision]:
+        """Decisions where some games list no legal actions (``textarena:ENV_ID``): a thinking player answers those in
+        free text (``_free_text``); a direct-scoring player, which only scores listed actions, cannot."""
+        if self.config.think is None:
+            game = next(o.game_id for o, has in zip(observations, listed, strict=True) if not has)
+            raise ArenaError(f"{game}: no legal actions to choose from, and {self.spec} only scores listed actions: "
+                             "give its section think: {max_tokens: N} to have it write its move")
+        out: list[Decision | None] = [None] * len(observations)
+        for keep, act in ((True, self.act_batch), (False, self._free_text)):
+            rows = [i for i, has in enumerate(listed) if has == keep]
+            if rows:
+                for i, decision in zip(rows, act([observations[i] for i in rows]), strict=True):
+                    out[i] = decision
+        return [decision for decision in out if decision is not None]
+
+    def _free_text(self, observations: Sequence[Observation]) -> list[Decision]:
+        """A thinking player's moves in games that list no legal actions: its reasoning, then its answer generated as
+        free text after the answer prefix (from the decision's own key), read as a frontier reply is
+        (``frontier_reply.parse_action``: the last ``<answer>`` tag's content, else all of it, sanitised) and passed to
+        the game, whose own invalid-move rule judges it. No log-probability: the move is not a scored choice."""
+        reasonings = self.reason(observations)
+        for key in self._thought_keys:  # the answer is generated afresh: no scoring pass reuses these
+            if key is not None:
+                self.turns.drop(key)
+        self._thought_keys = []
+        prompts = [self.thought_prompt(o, r) for o, r in zip(observations, reasonings, strict=True)]
+        generated = answer(self.model, self.shape, prompts, [o.sample_key for o in observations], self.config.think,
+                           self.config.temperature, end_of_turn_ids(self.tokenizer), self.config.max_batch_tokens)
+        return [Decision(parse_action(self.tokenizer.decode(ids), ()), None, self.model_id, reasoning=r.text,
+                         reasoning_tokens=r.ids) for ids, r in zip(generated, reasonings, strict=True)]
 
     @property
     def model_id(self) -> str:
