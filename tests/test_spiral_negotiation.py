@@ -138,3 +138,33 @@ def test_value_left_against_the_responder_is_measured_over_wood_and_gold():
     assert best_extraction([[5, 15], [15, 5]], [[10, 10], [10, 10]], 0, 5, 3) == 125
     measures = value_left_of(make_scripted("greedy"), [0, 1], {"spiral": True})
     assert measures["games"] == 4 and measures["best"] > 0 and 0 <= measures["left"] <= measures["best"]
+
+
+def test_a_local_player_and_a_frontier_player_play_it(standin_dir, tmp_path, monkeypatch):
+    from fault_server import FaultServer, Reply
+
+    from arena.players.config import FrontierConfig, MLXPlayerConfig
+    from arena.players.frontier import FrontierPlayer
+    from arena.players.mlx import MLXPlayer
+
+    schedule = duplicate_schedule([0], 2)
+    local = MLXPlayer(standin_dir, MLXPlayerConfig())
+    records = play_match(ALIAS, (local, make_scripted("greedy")), schedule, progress=False)
+    assert records == play_match(ALIAS, (local, make_scripted("greedy")), schedule, progress=False)
+    for record in records:
+        assert not record["errored"] and record["invalid_moves"] == [0, 0]
+        assert all(d["action"] in d["legal"] for d in record["decisions"])
+    monkeypatch.setenv("ARENA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    fast = FrontierConfig(timeout_s=2.0, max_retries=0, backoff_s=0.0, max_wait_s=0.0)
+    with FaultServer(Reply(content="Gold is worth more to me. [Offer: 2 Wood and 1 Gold -> 4 Gold]")) as server:
+        frontier = FrontierPlayer("a", server.base_url, fast)
+        records = play_match(ALIAS, (frontier, make_scripted("responder")), schedule, progress=False)
+    # A bundle (no listed action) goes to SPIRAL's parser as written: from seat 0, the responder (Wood 15, Gold 5)
+    # gains 35 - 20 and takes it; from seat 1, the responder (Wood 5, Gold 15) would lose, so nothing trades.
+    trades = [t for record in records for t in record["details"]["trades"]]
+    assert trades and all((t["from"], t["give"], t["get"]) == (0, [2, 1], [0, 4]) for t in trades)
+    for record in records:
+        assert not record["errored"] and record["forfeit_by"] is None
+        assert replay(ALIAS, record["variant"], record["seed"], record["actions"]).transcript_digest == \
+            record["transcript_digest"]
