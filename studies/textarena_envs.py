@@ -73,7 +73,7 @@ def render(rows: list[dict]) -> str:
             continue
         native = NATIVE.get(row["id"])
         ends = "yes" if row["forfeit_by"] is not None else ("ends" if row["done"] else f"no (>{row['moves']} moves)")
-        players = "scripted, local (direct), frontier" if native else "frontier"
+        players = "scripted, local (direct, thinking), frontier" if native else "local (thinking), frontier"
         lines.append(f"| {row['id']} | {ends} | {native or 'textarena:' + row['id']} | {players} |")
     groups: dict[str, list[str]] = {}
     for row in rows:

@@ -1,4 +1,4 @@
-"""``textarena:ENV_ID``: any two-player TextArena env, frontier players only, under TextArena's invalid-move rule."""
+"""``textarena:ENV_ID``: any two-player TextArena env, generation players only, under TextArena's invalid-move rule."""
 
 import json
 from pathlib import Path

@@ -11,7 +11,7 @@ def test_every_mapped_id_names_an_installed_env_that_starts_with_its_overrides()
     from textarena.envs.registration import ENV_REGISTRY
 
     mapped = {old: target for old, (target, _, _) in TEXTARENA_ALIASES.items() if target is not None}
-    assert {"KuhnPoker-v1", "Nim-v0-small", "Surround-v0-huge"} <= set(mapped)
+    assert {"KuhnPoker-v1", "SimpleNegotiation-v1", "Nim-v0-small", "Surround-v0-huge"} <= set(mapped)
     for old, target in mapped.items():
         assert target in ENV_REGISTRY, old
         assert old not in ENV_REGISTRY, f"{old} is an installed id: it must not be remapped"
@@ -36,7 +36,7 @@ def test_overrides_reach_the_env():
     assert resolve_env_id("KuhnPoker-v0-extended") == ("KuhnPoker-v0", {"max_rounds": 30})
 
 
-@pytest.mark.parametrize("old", ["SimpleNegotiation-v1", "KuhnPoker-v0-highstakes", "RandomizedTicTacToe-v0"])
+@pytest.mark.parametrize("old", ["LiarsDice-v1", "KuhnPoker-v0-highstakes", "RandomizedTicTacToe-v0"])
 def test_an_id_no_installed_env_plays_is_refused_with_the_reason(old):
     with pytest.raises(ArenaError, match=f"textarena:{old} is not played by TextArena 0.7.4"):
         check_game_id(f"textarena:{old}")
@@ -47,3 +47,9 @@ def test_an_id_no_installed_env_plays_is_refused_with_the_reason(old):
 def test_a_bare_textarena_id_gets_a_hint():
     with pytest.raises(ArenaError, match="write textarena:KuhnPoker-v1"):
         get_spec("KuhnPoker-v1")
+
+
+def test_spirals_negotiation_plays_as_the_ported_env_with_legal_actions():
+    """SPIRAL's SimpleNegotiation-v1 is arena's negotiation with spiral: true (tests/test_spiral_negotiation.py)."""
+    game = make_game("textarena:SimpleNegotiation-v1", 0)
+    assert game.game_id == "negotiation" and game.variant["spiral"] and game.observation().legal_actions

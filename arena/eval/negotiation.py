@@ -33,8 +33,8 @@ def value_left_measures(records: Sequence[Mapping[str, Any]], spec: str) -> dict
         if sorted(record["players"]) != sorted([spec, RESPONDER]):
             raise ValueError(f"value left needs games of {spec!r} against {RESPONDER!r}, got {record['players']}")
         variant = validate_variant("negotiation", record["variant"])
-        rows.append(value_left(record["details"], record["players"].index(spec), variant["turns"] + 1,
-                               variant["units"]))
+        moves = variant["turns"] + (0 if variant.get("spiral") else 1)  # SPIRAL's game plays turns moves
+        rows.append(value_left(record["details"], record["players"].index(spec), moves, variant["units"]))
     if not rows:
         return {"games": 0, "best": None, "gain": None, "left": None, "left_low": None, "left_high": None,
                 "captured": None}

@@ -1,8 +1,8 @@
 """Any two-player TextArena env by id (``textarena:ENV_ID``), played under TextArena's own rules by generation players.
 
 TextArena has no legal-action API, so such a game lists no legal actions: only players that write free text (frontier
-endpoints) can play it, and TextArena's invalid-move rule judges every move (re-prompted once, then a loss). The
-compact view is TextArena's full observation (there is no game-specific summary).
+endpoints, thinking local players) can play it, and TextArena's invalid-move rule judges every move (re-prompted
+once, then a loss). The compact view is TextArena's full observation (there is no game-specific summary).
 """
 
 from __future__ import annotations

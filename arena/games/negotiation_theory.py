@@ -17,12 +17,12 @@ BASE_VALUES = (5, 10, 15, 25, 40)
 Vector = tuple[int, ...]
 
 
-def vector(counts: Mapping[str, int]) -> Vector:
-    """A resource -> count mapping as a vector in ``RESOURCES`` order (missing resources: 0)."""
-    unknown = set(counts) - set(RESOURCES)
+def vector(counts: Mapping[str, int], resources: Sequence[str] = RESOURCES) -> Vector:
+    """A resource -> count mapping as a vector in ``resources`` order (missing resources: 0)."""
+    unknown = set(counts) - set(resources)
     if unknown:
-        raise ValueError(f"unknown resource(s) {sorted(unknown)}; resources are {list(RESOURCES)}")
-    return tuple(int(counts.get(r, 0)) for r in RESOURCES)
+        raise ValueError(f"unknown resource(s) {sorted(unknown)}; resources are {list(resources)}")
+    return tuple(int(counts.get(r, 0)) for r in resources)
 
 
 def worth(values: Sequence[int], counts: Sequence[int]) -> int:
@@ -30,38 +30,41 @@ def worth(values: Sequence[int], counts: Sequence[int]) -> int:
     return sum(v * n for v, n in zip(values, counts, strict=True))
 
 
-def offer_text(give: Sequence[int], get: Sequence[int]) -> str:
+def offer_text(give: Sequence[int], get: Sequence[int], resources: Sequence[str] = RESOURCES) -> str:
     """TextArena's offer syntax for a give/get pair: ``[Offer: 2 Wheat -> 1 Ore]``."""
     def side(counts: Sequence[int]) -> str:
-        return ", ".join(f"{n} {r}" for r, n in zip(RESOURCES, counts, strict=True) if n)
+        return ", ".join(f"{n} {r}" for r, n in zip(resources, counts, strict=True) if n)
 
     return f"[Offer: {side(give)} -> {side(get)}]"
 
 
-def single_offers(units: int) -> list[tuple[Vector, Vector]]:
-    """The offer grammar: one resource given for one other resource, 1..``units`` of each, in a fixed order."""
-    return [(_unit(a, n), _unit(b, m)) for a in range(len(RESOURCES)) for n in range(1, units + 1)
-            for b in range(len(RESOURCES)) if b != a for m in range(1, units + 1)]
+def single_offers(units: int, size: int = len(RESOURCES)) -> list[tuple[Vector, Vector]]:
+    """The offer grammar: one resource given for one other resource, 1..``units`` of each, in a fixed order (over
+    ``size`` resources)."""
+    return [(_unit(a, n, size), _unit(b, m, size)) for a in range(size) for n in range(1, units + 1)
+            for b in range(size) if b != a for m in range(1, units + 1)]
 
 
 @cache
-def grammar(units: int) -> tuple[tuple[int, int, int, int, str], ...]:
+def grammar(units: int, resources: tuple[str, ...] = RESOURCES) -> tuple[tuple[int, int, int, int, str], ...]:
     """The offer grammar as (given resource index, count, requested resource index, count, text), in the order of
-    ``single_offers``; built once per bound."""
-    return tuple((a, n, b, m, offer_text(_unit(a, n), _unit(b, m)))
-                 for a in range(len(RESOURCES)) for n in range(1, units + 1)
-                 for b in range(len(RESOURCES)) if b != a for m in range(1, units + 1))
+    ``single_offers``; built once per bound (and resource list: SPIRAL's game trades Wood and Gold)."""
+    size = len(resources)
+    return tuple((a, n, b, m, offer_text(_unit(a, n, size), _unit(b, m, size), resources))
+                 for a in range(size) for n in range(1, units + 1)
+                 for b in range(size) if b != a for m in range(1, units + 1))
 
 
 @cache
-def parsed_offers(units: int) -> dict[str, tuple[Vector, Vector]]:
+def parsed_offers(units: int, resources: tuple[str, ...] = RESOURCES) -> dict[str, tuple[Vector, Vector]]:
     """Each grammar offer's text -> its (give, get) vectors."""
-    return {text: (_unit(a, n), _unit(b, m)) for a, n, b, m, text in grammar(units)}
+    size = len(resources)
+    return {text: (_unit(a, n, size), _unit(b, m, size)) for a, n, b, m, text in grammar(units, resources)}
 
 
 @cache
-def _unit(index: int, count: int) -> Vector:
-    return tuple(count if i == index else 0 for i in range(len(RESOURCES)))
+def _unit(index: int, count: int, size: int = len(RESOURCES)) -> Vector:
+    return tuple(count if i == index else 0 for i in range(size))
 
 
 def trade_gains(values: Sequence[Sequence[int]], proposer: int, give: Sequence[int], get: Sequence[int]
@@ -102,7 +105,8 @@ def best_extraction(values: Sequence[Sequence[int]], holdings: Sequence[Sequence
     """
     mine, theirs = values[seat], values[1 - seat]
     candidates = sorted(
-        ((worth(mine, get) - worth(mine, give), give, get) for give, get in single_offers(units)
+        ((worth(mine, get) - worth(mine, give), give, get)
+         for give, get in single_offers(units, len(mine))
          if worth(mine, get) > worth(mine, give) and worth(theirs, give) > worth(theirs, get)),
         key=lambda c: -c[0])
     if not candidates:

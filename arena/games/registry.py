@@ -10,7 +10,8 @@ from arena.core.errors import ArenaError
 from arena.games import kuhn, leduc, liarsdice, negotiation, nim, tictactoe, ultimatum
 from arena.games.anyenv import AnyEnvGame
 from arena.games.base import Game, GameResult
-from arena.games.variants import TEXTARENA_PREFIX, check_game_id, is_any_env, resolve_env_id
+from arena.games.spiral_negotiation import ENV_ID as SPIRAL_NEGOTIATION_ENV_ID
+from arena.games.variants import ARENA_ALIASES, TEXTARENA_PREFIX, check_game_id, is_any_env, resolve_env_id
 
 
 @dataclass(frozen=True)
@@ -62,13 +63,25 @@ GAMES: dict[str, GameSpec] = {
 }
 
 
+# Other versions' ids that an arena game plays (variants.ARENA_ALIASES): the spec's game_id is the arena game's, so
+# the game, its observations and its transcript are that game's with the alias's forced variant keys.
+ALIAS_SPECS: dict[str, GameSpec] = {
+    "SimpleNegotiation-v1": GameSpec(
+        "negotiation", SPIRAL_NEGOTIATION_ENV_ID, negotiation.SpiralNegotiationGame,
+        "SPIRAL's SimpleNegotiation-v1 (Wood and Gold, fixed opposite values): negotiation with spiral: true",
+    ),
+}
+
+
 def get_spec(game_id: str) -> GameSpec:
-    """The registered spec for ``game_id`` (``textarena:ENV_ID``: that env, frontier players only); a ValueError lists
-    the known ids otherwise."""
+    """The registered spec for ``game_id`` (``textarena:ENV_ID``: that env, for players that write their move; an
+    ARENA_ALIASES id: that arena game); a ValueError lists the known ids otherwise."""
+    if is_any_env(game_id) and game_id[len(TEXTARENA_PREFIX):] in ARENA_ALIASES:
+        return ALIAS_SPECS[game_id[len(TEXTARENA_PREFIX):]]
     if is_any_env(game_id):
         env_id, overrides = resolve_env_id(game_id[len(TEXTARENA_PREFIX):])
-        return GameSpec(game_id, env_id, AnyEnvGame, f"TextArena's {env_id} under its own rules (frontier players)",
-                        overrides)
+        return GameSpec(game_id, env_id, AnyEnvGame,
+                        f"TextArena's {env_id} under its own rules (frontier and thinking players)", overrides)
     if isinstance(game_id, str) and game_id in GAMES:
         return GAMES[game_id]
     check_game_id(game_id)  # the one-line error: the known ids, and a hint for a bare TextArena id
@@ -79,7 +92,8 @@ def make_game(game_id: str, seed: int, variant: Mapping[str, Any] | None = None)
     """A fresh game (its own env and RNG stream) for ``game_id`` with ``seed`` and a validated variant."""
     spec = get_spec(game_id)
     full = spec.validate_variant(variant)
-    return spec.game_class(game_id, spec.env_id, seed, full, {**spec.game_class.env_kwargs(full), **spec.overrides})
+    env_kwargs = {**spec.game_class.env_kwargs(full), **spec.overrides}
+    return spec.game_class(spec.game_id, spec.env_id, seed, full, env_kwargs)
 
 
 def replay(game_id: str, variant: Mapping[str, Any] | None, seed: int, actions: Sequence[str]) -> GameResult:

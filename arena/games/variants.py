@@ -143,15 +143,23 @@ def nim_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def negotiation_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
-    """SimpleNegotiation: ``turns`` (TextArena's ``max_turns``, default 10: the game plays turns + 1 moves) and
-    ``units`` (the most of one resource an offer's side names in the listed legal offers, 1..5, default 3)."""
-    reject_unknown_keys("negotiation", variant, NEGOTIATION_DEFAULTS)
+    """SimpleNegotiation: ``turns`` (TextArena's ``max_turns``, default 10: the game plays turns + 1 moves),
+    ``units`` (the most of one resource an offer's side names in the listed legal offers, 1..5, default 3) and
+    ``spiral`` (default false: true plays SPIRAL's SimpleNegotiation-v1, Wood and Gold at fixed opposite values, where
+    the game plays ``turns`` moves; arena.games.spiral_negotiation). The canonical form omits ``spiral: false``, so the
+    standard game keeps its one identity (and its hashes)."""
+    reject_unknown_keys("negotiation", variant, {**NEGOTIATION_DEFAULTS, "spiral": False})
     full = {**NEGOTIATION_DEFAULTS, **variant}
     units = full["units"]
     if isinstance(units, bool) or not isinstance(units, int) or not 1 <= units <= NEGOTIATION_MAX_UNITS:
         raise ArenaError(f"negotiation variant 'units' (most of one resource per offer side) must be an int in "
                          f"[1, {NEGOTIATION_MAX_UNITS}], got {units!r}")
-    return {"turns": require_int("negotiation", "turns", full["turns"], 1), "units": units}
+    spiral = full.get("spiral", False)
+    if not isinstance(spiral, bool):
+        raise ArenaError(f"negotiation variant 'spiral' (SPIRAL's SimpleNegotiation-v1 rules) must be true or false, "
+                         f"got {spiral!r}")
+    checked = {"turns": require_int("negotiation", "turns", full["turns"], 1), "units": units}
+    return {**checked, "spiral": True} if spiral else checked
 
 
 # Games whose listed legal actions are a grammar of choices (a move is a path of short choices: accept, deny or
@@ -184,7 +192,8 @@ def ultimatum_variant(variant: Mapping[str, Any]) -> dict[str, Any]:
     return checked
 
 
-# ``textarena:ENV_ID`` names any two-player TextArena env, played by generation players only (arena.games.anyenv).
+# ``textarena:ENV_ID`` names any two-player TextArena env, played by generation players only (arena.games.anyenv):
+# frontier players and thinking local players.
 TEXTARENA_PREFIX = "textarena:"
 _ENV_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./-]*$")
 
@@ -216,9 +225,11 @@ TEXTARENA_ALIASES: dict[str, tuple[str | None, dict[str, Any], str]] = {
     "KuhnPoker-v1": ("KuhnPoker-v0-short", {}, f"{_SPIRAL}: 5 rounds, ante 1, bets move no chips, the same moves "
                      "and round payoffs as 0.7.4's; SPIRAL's game winner is the last round's winner, 0.7.4's the "
                      "player with more chips"),
-    "SimpleNegotiation-v1": (None, {}, f"{_SPIRAL} is another game: 2 resources (Wood, Gold), both players start "
-                             "with 10 of each at fixed opposite values (5/15, 15/5), 10 moves; 0.7.4 has no env for "
-                             "it. Nearest: arena's negotiation (TextArena 0.7.4's SimpleNegotiation-v0)"),
+    "SimpleNegotiation-v1": ("arena-SimpleNegotiation-v1", {}, f"{_SPIRAL} is another game than 0.7.4's "
+                             "SimpleNegotiation-v0: 2 resources (Wood, Gold), both players start with 10 of each at "
+                             "fixed opposite values (5/15, 15/5), 10 moves. arena ports it "
+                             "(arena.games.spiral_negotiation) and plays it as negotiation with spiral: true, legal "
+                             "actions listed (ARENA_ALIASES)"),
     "LiarsDice-v1": (None, {}, f"{_SPIRAL}, not checked against 0.7.4's rules; nearest: textarena:LiarsDice-v0"),
     "PigDice-v1": (None, {}, f"{_SPIRAL} (target 50, 50 turns), not checked against 0.7.4's rules; nearest: "
                    "textarena:PigDice-v0-50"),
@@ -234,6 +245,16 @@ TEXTARENA_ALIASES: dict[str, tuple[str | None, dict[str, Any], str]] = {
     "BlindAuction-v0": (None, {}, "0.6.4's env, removed from 0.7.4 (0.7.4's SimpleBlindAuction is another env)"),
     "Negotiation-v0": (None, {}, "0.6.4's multi-player Negotiation env, removed from 0.7.4"),
 }
+
+
+# Other versions' ids that an arena game plays with its legal actions listed: id -> (arena game, variant keys it
+# forces). ``textarena:ID`` then plays exactly that game (the same moves, rewards and transcript digest).
+ARENA_ALIASES: dict[str, tuple[str, dict[str, Any]]] = {"SimpleNegotiation-v1": ("negotiation", {"spiral": True})}
+
+
+def lists_no_actions(game_id: str) -> bool:
+    """Whether ``game_id`` lists no legal actions: a ``textarena:ENV_ID`` game that no arena game plays."""
+    return is_any_env(game_id) and game_id[len(TEXTARENA_PREFIX):] not in ARENA_ALIASES
 
 
 def resolve_env_id(env_id: str) -> tuple[str, dict[str, Any]]:
@@ -256,13 +277,16 @@ def check_game_id(game_id: Any) -> str:
         hint = (f" ({game_id!r} looks like a TextArena id: write {TEXTARENA_PREFIX}{game_id})"
                 if isinstance(game_id, str) and re.search(r"-v\d", game_id) else "")
         raise ArenaError(f"unknown game id {game_id!r}; known games: {sorted(VARIANTS)}, or {TEXTARENA_PREFIX}ENV_ID "
-                         f"for any two-player TextArena env (frontier players only){hint}")
+                         f"for any two-player TextArena env (frontier and thinking players){hint}")
     return game_id
 
 
 def validate_variant(game_id: str, variant: Mapping[str, Any] | None) -> dict[str, Any]:
     """The complete variant of ``game_id`` (defaults filled in); an ArenaError names a bad key or value."""
     if is_any_env(game_id):
+        alias = ARENA_ALIASES.get(game_id[len(TEXTARENA_PREFIX):])
+        if alias is not None:
+            return VARIANTS[alias[0]]({**({} if variant is None else variant), **alias[1]})
         return any_env_variant({} if variant is None else variant)
     return VARIANTS[check_game_id(game_id)]({} if variant is None else variant)
 

@@ -14,7 +14,7 @@ from arena.core.errors import ArenaError
 from arena.core.hashing import digest_bytes
 from arena.games.base import Game, Observation
 from arena.games.registry import make_game
-from arena.games.variants import MAX_ACTIONS, TEXTARENA_PREFIX
+from arena.games.variants import MAX_ACTIONS, lists_no_actions
 from arena.players.base import Decision, Player, reasoning_digest
 
 # MAX_ACTIONS (every variant is checked to end within it, games/variants.py): a player stuck re-prompting forever
@@ -126,12 +126,14 @@ def _apply(run: _Running, observation: Observation, decision: Decision) -> None:
 
 
 def check_players(game_id: str, players: Sequence[Player]) -> None:
-    """A ``textarena:ENV_ID`` game lists no legal actions: only frontier players (free text) can play it."""
-    if game_id.startswith(TEXTARENA_PREFIX):
-        local = sorted({p.spec for p in players if not p.spec.startswith("openai:")})
+    """A ``textarena:ENV_ID`` game lists no legal actions: only players that write their move (frontier players, and
+    local players with ``think``) can play it."""
+    if lists_no_actions(game_id):
+        local = sorted({p.spec for p in players if not (p.spec.startswith("openai:") or p.writes_text)})
         if local:
             raise ArenaError(f"game {game_id} lists no legal actions, so {local} cannot play it: only frontier "
-                             "players (openai:MODEL@BASE_URL) play a textarena:ENV_ID game")
+                             "players (openai:MODEL@BASE_URL) and thinking local players (think: {max_tokens: N}) "
+                             "play a textarena:ENV_ID game")
 
 
 def _start_cohort(cohort: Sequence[tuple[int, Slot]], players: tuple[Player, Player], game_id: str,

@@ -8,11 +8,13 @@ from typing import Any
 
 from arena.games.negotiation_theory import pareto_counts
 from arena.games.ultimatum_theory import optimal_share
+from arena.games.variants import ARENA_ALIASES, TEXTARENA_PREFIX
 
 # Games whose rewards are chips summed over several rounds; their summaries also report chips per round.
 CHIP_GAMES = frozenset({"kuhn", "leduc"})
 # Games whose records carry ``details`` (values, holdings, trades); their summaries also report trade measures.
-DETAIL_GAMES = frozenset({"negotiation"})
+DETAIL_GAMES = frozenset({"negotiation", *(TEXTARENA_PREFIX + alias for alias, (game, _) in ARENA_ALIASES.items()
+                                          if game == "negotiation")})
 
 
 def wilson_interval(successes: float, n: int, z: float = 1.96) -> tuple[float, float, float]:

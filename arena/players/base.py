@@ -32,6 +32,8 @@ class Player(ABC):
     """Maps an observation to a decision. Batched players override ``act_batch``."""
 
     spec: str
+    # Whether it can write a free-text move, as a game that lists no legal actions needs (textarena:ENV_ID).
+    writes_text: bool = False
 
     @abstractmethod
     def act(self, observation: Observation) -> Decision:

@@ -127,6 +127,8 @@ def retry_delay(retry_index: int, retry_after: float | None, config: FrontierCon
 class FrontierPlayer(Player):
     """A model behind an OpenAI-compatible endpoint, with a response cache, a call cap and bounded retries."""
 
+    writes_text = True
+
     def __init__(
         self,
         model: str,

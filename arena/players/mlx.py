@@ -19,11 +19,12 @@ from arena.games.variants import scored_by_choice
 from arena.players.base import Decision, Player
 from arena.players.batching import MIN_STEM, pack_batches
 from arena.players.config import MLXPlayerConfig, ThinkConfig
+from arena.players.frontier_reply import parse_action
 from arena.players.head import check_head
 from arena.players.kvcache import TurnCache, bound_buffer_cache
 from arena.players.memo import PolicyMemo
 from arena.players.memory import budget_note, model_shape, require_loadable, say_once
-from arena.players.prompts import ChatPrompts, prompt_text
+from arena.players.prompts import ChatPrompts, end_of_turn_ids, prompt_text
 from arena.players.scoringpass import Inference, ScoringPass
 from arena.players.thinking import Reasoning, ThinkPrompts
 
@@ -230,10 +231,15 @@ class MLXPlayer(Player):
     def act(self, observation: Observation) -> Decision:
         return self.act_batch([observation])[0]
 
+    @property
+    def writes_text(self) -> bool:
+        """A thinking player writes a free-text move where a game lists no legal actions."""
+        return self.config.think is not None
+
     def act_batch(self, observations: Sequence[Observation]) -> list[Decision]:
-        for observation in observations:
-            if not observation.legal_actions:
-                raise ArenaError(f"{observation.game_id}: no legal actions to choose from")
+        listed = [bool(o.legal_actions) for o in observations]
+        if not all(listed):
+            return self._act_unlisted(observations, listed)
         if self.config.think is not None:
             thought, logps = self.think(observations)
             reasonings: list[Reasoning | None] = list(thought)
@@ -253,6 +259,33 @@ class MLXPlayer(Player):
                 decision = replace(decision, reasoning=reasoning.text, reasoning_tokens=reasoning.ids)
             decisions.append(decision)
         return decisions
+
+    def _act_unlisted(self, observations: Sequence[Observation], listed: Sequence[bool]) -> list[Decision]:
+        """Decisions where some games list no legal actions (``textarena:ENV_ID``): a thinking player answers those in
+        free text (``_free_text``); a direct-scoring player, which only scores listed actions, cannot."""
+        if self.config.think is None:
+            game = next(o.game_id for o, has in zip(observations, listed, strict=True) if not has)
+            raise ArenaError(f"{game}: no legal actions to choose from, and {self.spec} only scores listed actions: "
+                             "give its section think: {max_tokens: N} to have it write its move")
+        out: list[Decision | None] = [None] * len(observations)
+        for keep, act in ((True, self.act_batch), (False, self._free_text)):
+            rows = [i for i, has in enumerate(listed) if has == keep]
+            if rows:
+                for i, decision in zip(rows, act([observations[i] for i in rows]), strict=True):
+                    out[i] = decision
+        return [decision for decision in out if decision is not None]
+
+    def _free_text(self, observations: Sequence[Observation]) -> list[Decision]:
+        """A thinking player's moves in games that list no legal actions: its reasoning, then its answer generated as
+        free text after the answer prefix (from the decision's own key), read as a frontier reply is
+        (``frontier_reply.parse_action``: the last ``<answer>`` tag's content, else all of it, sanitised) and passed to
+        the game, whose own invalid-move rule judges it. No log-probability: the move is not a scored choice."""
+        prompts = [self.think_prompts.prompt_ids(o) for o in observations]
+        reasonings, generated = self._pass().free_text(prompts, [o.sample_key for o in observations], self._think(),
+                                                       self.think_prompts, self.config.temperature,
+                                                       end_of_turn_ids(self.tokenizer))
+        return [Decision(parse_action(self.tokenizer.decode(ids), ()), None, self.model_id, reasoning=r.text,
+                         reasoning_tokens=r.ids) for ids, r in zip(generated, reasonings, strict=True)]
 
     @property
     def model_id(self) -> str:

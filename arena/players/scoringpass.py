@@ -15,7 +15,7 @@ from arena.players.kvcache import TurnCache
 from arena.players.memo import PolicyMemo
 from arena.players.memory import ModelShape
 from arena.players.scoring import inference_log_softmax, inference_scores, per_decision
-from arena.players.thinking import Reasoning, ThinkPrompts, generate, thought_key
+from arena.players.thinking import Reasoning, ThinkPrompts, answer, generate, thought_key
 
 Prompt = tuple[int, ...]
 Actions = Sequence[tuple[int, ...]]
@@ -82,9 +82,24 @@ class ScoringPass:
         try:
             return self.score(prompts, actions, streams, choices)
         finally:
-            for key in keys:
-                self.store.drop(key)
-            self.reasoned = 0
+            self._forget_thoughts()
+
+    def free_text(self, prompts: Sequence[Prompt], sample_keys: Sequence[int], think: ThinkConfig,
+                  words: ThinkPrompts, temperature: float, stops: set[int]) -> tuple[list[Reasoning], list[list[int]]]:
+        """For a game that lists no legal actions: each decision's reasoning, then its free-text answer generated
+        after the reasoning and the answer prefix (``thinking.answer``: its own key, salted apart from the
+        reasoning's). The answer is generated afresh, so the reasoning's stored keys and values are dropped first."""
+        reasonings = self.reason(prompts, sample_keys, think, words)
+        self._forget_thoughts()
+        inf = self.inference
+        thought = [reasoning.context(prompt) for prompt, reasoning in zip(prompts, reasonings, strict=True)]
+        return reasonings, answer(inf.model, inf.shape, thought, sample_keys, think, temperature, stops,
+                                  inf.max_batch_tokens)
+
+    def _forget_thoughts(self) -> None:
+        for row in range(self.reasoned):
+            self.store.drop(thought_key(row))
+        self.reasoned = 0
 
     # --------------------------------------------------------------------------------------------- scoring
 

@@ -232,6 +232,8 @@ class TraderPlayer(ScriptedPlayer):
 
     helpers = (traders.incoming_gain, traders.proposer_base_gain, traders._gains, traders.best_offer)
     move: Callable[[Mapping[str, Any], Sequence[str]], str]
+    # The move where the state names its own resources and base values (negotiation with spiral: true); None: move.
+    stated: Callable[[Mapping[str, Any], Sequence[str]], str] | None = None
     split: Callable[[Mapping[str, Any]], str] | None = None
 
     def act(self, observation: Observation) -> Decision:
@@ -240,7 +242,8 @@ class TraderPlayer(ScriptedPlayer):
         if observation.game_id != "negotiation":
             raise ValueError(f"scripted player {self.spec!r} plays only negotiation"
                              f"{' and ultimatum' if type(self).split else ''}, not {observation.game_id!r}")
-        return Decision(action=type(self).move(observation.state, observation.legal_actions))
+        move = type(self).stated if "base" in observation.state and type(self).stated else type(self).move
+        return Decision(action=move(observation.state, observation.legal_actions))
 
 
 class GreedyTrader(TraderPlayer):
@@ -248,8 +251,10 @@ class GreedyTrader(TraderPlayer):
 
     spec = "greedy"
     move = staticmethod(traders.greedy_move)
+    stated = staticmethod(traders.stated_greedy_move)
     split = staticmethod(splitters.greedy_split)
-    helpers = (*TraderPlayer.helpers, traders.greedy_move, splitters.greedy_split)
+    helpers = (*TraderPlayer.helpers, traders.greedy_move, splitters.greedy_split, traders.stated_greedy_move,
+               traders.stated_best_offer)
 
 
 class FairTrader(TraderPlayer):
@@ -257,8 +262,10 @@ class FairTrader(TraderPlayer):
 
     spec = "fair"
     move = staticmethod(traders.fair_move)
+    stated = staticmethod(traders.stated_fair_move)
     split = staticmethod(splitters.fair_split)
-    helpers = (*TraderPlayer.helpers, traders.fair_move, splitters.fair_split)
+    helpers = (*TraderPlayer.helpers, traders.fair_move, splitters.fair_split, traders.stated_fair_move,
+               traders.stated_best_offer)
 
 
 class NeverTrader(TraderPlayer):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import mlx.core as mx
@@ -21,6 +21,8 @@ from arena.players.prompts import end_of_turn_ids, prompt_text, view_messages
 BLOCK_PREFIX = "\n</think>\n\n"
 ANSWER_PREFIX = "\nAnswer: "
 ANSWER_MARK = "Answer:"
+# The most tokens of a free-text answer (a game that lists no legal actions; arena.play keeps 200 characters of it).
+ANSWER_MAX_TOKENS = 48
 
 
 @dataclass(frozen=True)
@@ -56,11 +58,12 @@ def gumbel_noise(keys: mx.array, step: int, vocab: int) -> mx.array:
     return -mx.log(-mx.log(u))
 
 
-def row_keys(sample_keys: Sequence[int]) -> mx.array:
-    """Each decision's reasoning key as two uint32 words (from its ``sample_key``, salted apart from the move's)."""
+def row_keys(sample_keys: Sequence[int], salt: str = "think") -> mx.array:
+    """Each decision's reasoning key as two uint32 words (from its ``sample_key``, salted apart from the move's; a
+    free-text answer's with ``salt`` "answer")."""
     words = []
     for key in sample_keys:
-        mixed = int(digest_config({"think": int(key)})[:16], 16)
+        mixed = int(digest_config({salt: int(key)})[:16], 16)
         words.append([mixed >> 32, mixed & 0xFFFFFFFF])
     return mx.array(words, dtype=mx.uint32)
 
@@ -82,7 +85,9 @@ class ThinkPrompts:
         or the prompt with the instruction after the user's message; the compact view's message lists the legal
         actions (the full view's already does)."""
         text = prompt_text(observation, self.view)
-        if self.view == "compact":  # reasoning about the move needs the moves' names, which the compact view omits
+        # Reasoning about the move needs the moves' names, which the compact view omits (a game that lists no legal
+        # actions names its moves in its own text).
+        if self.view == "compact" and observation.legal_actions:
             text = f"{text.rstrip()}\nLegal actions: {' '.join(observation.legal_actions)}"
         if text not in self._cache:
             user = text if self.block else f"{text}\n{self.think.instruction}"
@@ -209,8 +214,8 @@ def generate_fast(model: Any, prompts: Sequence[Sequence[int]], keys: mx.array, 
 
 
 def generate(model: Any, shape: ModelShape, prompts: Sequence[Sequence[int]], sample_keys: Sequence[int],
-             think: ThinkConfig, stops: set[int], max_batch_tokens: int, keep: TurnCache | None = None
-             ) -> list[list[int]]:
+             think: ThinkConfig, stops: set[int], max_batch_tokens: int, keep: TurnCache | None = None,
+             salt: str = "think") -> list[list[int]]:
     """Every decision's reasoning tokens, in batches of rows of similar width under ``max_batch_tokens`` (``keep``:
     the store each decision's keys and values go to as its batch ends, under ``thought_key`` of its index)."""
     order = sorted(range(len(prompts)), key=lambda i: (len(prompts[i]), i))
@@ -224,9 +229,19 @@ def generate(model: Any, shape: ModelShape, prompts: Sequence[Sequence[int]], sa
             end += 1
         rows_per_batch(shape, len(prompts[order[end - 1]]), think.max_tokens, max_batch_tokens)
         chunk = order[start:end]
-        generated = generate_fast(model, [prompts[i] for i in chunk], row_keys([sample_keys[i] for i in chunk]),
+        generated = generate_fast(model, [prompts[i] for i in chunk], row_keys([sample_keys[i] for i in chunk], salt),
                                   think.max_tokens, think.temperature, stops, keep, chunk)
         for index, tokens in zip(chunk, generated, strict=True):
             out[index] = tokens
         start = end
     return out
+
+
+def answer(model: Any, shape: ModelShape, prompts: Sequence[Sequence[int]], sample_keys: Sequence[int],
+           think: ThinkConfig, temperature: float, stops: set[int], max_batch_tokens: int) -> list[list[int]]:
+    """Each decision's free-text answer after its reasoning, for a game that lists no legal actions (its text is the
+    move): at most ``ANSWER_MAX_TOKENS`` tokens at the move's ``temperature``, each row from its decision's own key
+    salted apart from its reasoning's, cut at the first of ``stops``."""
+    config = replace(think, max_tokens=ANSWER_MAX_TOKENS, temperature=temperature)
+    out = generate(model, shape, prompts, sample_keys, config, stops, max_batch_tokens, salt="answer")
+    return [next((row[:i] for i, token in enumerate(row) if token in stops), row) for row in out]

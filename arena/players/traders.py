@@ -91,3 +91,35 @@ def offer_spam_move(legal: Sequence[str], rng: random.Random) -> str:
     """A uniformly random listed offer every move, never accepting (degenerate)."""
     offers = [action for action in legal if action.startswith("[Offer")]
     return offers[rng.randrange(len(offers))] if offers else DENY
+
+
+# Games whose observation state names their own resources and public base values (negotiation with spiral: true:
+# Wood and Gold) are judged with those instead of TextArena 0.7.4's five; the same policies otherwise.
+def stated_best_offer(state: Mapping[str, Any], legal: Sequence[str], key: Callable[[int, int], float]) -> str:
+    """``best_offer`` over the state's own resources, with the opponent's gain at the state's ``base`` values."""
+    best, best_key = DENY, None
+    listed, values, base = set(legal), state["values"], state["base"]
+    for give, n, get, m, action in grammar(state["units"], tuple(state["resources"])):
+        if action not in listed:
+            continue
+        own, theirs = values[get] * m - values[give] * n, base[give] * n - base[get] * m
+        if own > 0 and theirs > 0 and (best_key is None or key(own, theirs) > best_key):
+            best, best_key = action, key(own, theirs)
+    return best
+
+
+def stated_greedy_move(state: Mapping[str, Any], legal: Sequence[str]) -> str:
+    """``greedy_move`` over the state's own resources and base values."""
+    gain = incoming_gain(state)
+    if gain is not None and gain > 0 and ACCEPT in legal:
+        return ACCEPT
+    return stated_best_offer(state, legal, lambda own, theirs: own)
+
+
+def stated_fair_move(state: Mapping[str, Any], legal: Sequence[str]) -> str:
+    """``fair_move`` over the state's own resources and base values."""
+    gain, offer = incoming_gain(state), state["offer"]
+    if gain is not None and gain > 0 and ACCEPT in legal and \
+            gain >= worth(state["base"], offer["get"]) - worth(state["base"], offer["give"]):
+        return ACCEPT
+    return stated_best_offer(state, legal, lambda own, theirs: min(own, theirs))
