@@ -56,7 +56,7 @@ def test_the_answer_is_read_as_a_frontier_reply_and_judged_by_textarena(standin_
         assert think.max_tokens == 8 and temperature == player.config.temperature
         return [list(said) for _ in prompts]
 
-    monkeypatch.setattr("arena.players.mlx.answer", scripted)
+    monkeypatch.setattr("arena.players.scoringpass.answer", scripted)
     records = _play(player, "textarena:TicTacToe-v0")
     for record in records:
         # Seat 0 takes cell 4; seat 1 asks for it too (invalid), is re-prompted with TextArena's reason (a new
