@@ -93,12 +93,30 @@ class PrefixCache:
         return PrefixCache(pos[:, None] + depth, valid=valid, keys=keys, values=values, tree_mask=mask)
 
 
+# Stored prefixes of at least this many bytes are stacked one layer at a time, so a layer's stacked copy can go as soon
+# as its layer has run (``release``): as one array (fewer operations, for small passes) all of it lives to the end of
+# the tails' level.
+LAYERED_BYTES = 64 << 20
+
+
 def stacked(rows: Sequence[Stored], pad_to: int) -> list[PrefixCache]:
     """Stored prefixes as a left-padded first level (zeros, never attended to) of ``pad_to`` positions."""
-    padded = mx.stack([mx.pad(kv, [(0, 0), (0, 0), (pad_to - kv.shape[2], 0), (0, 0)]) for kv in rows], axis=1)
     pad = mx.array([pad_to - kv.shape[2] for kv in rows], dtype=mx.int32)
     layers = rows[0].shape[0] // 2
-    return [PrefixCache(-pad, pad, keys=padded[layer], values=padded[layers + layer]) for layer in range(layers)]
+    if sum(kv.nbytes for kv in rows) >= LAYERED_BYTES:
+        parts = [mx.stack([mx.pad(kv[part], [(0, 0), (pad_to - kv.shape[2], 0), (0, 0)]) for kv in rows])
+                 for part in range(2 * layers)]
+    else:
+        padded = mx.stack([mx.pad(kv, [(0, 0), (0, 0), (pad_to - kv.shape[2], 0), (0, 0)]) for kv in rows], axis=1)
+        parts = [padded[part] for part in range(2 * layers)]
+    return [PrefixCache(-pad, pad, keys=parts[layer], values=parts[layers + layer]) for layer in range(layers)]
+
+
+def release(caches: Sequence[PrefixCache]) -> None:
+    """Drop the caches' keys and values once the next level has read them (its lazy reads keep what they need until
+    its layer runs), so each layer's copy is freed as that layer runs rather than at the end of the pass."""
+    for cache in caches:
+        cache.keys = cache.values = None
 
 
 def joined(first: list[PrefixCache] | None, second: list[PrefixCache] | None) -> list[PrefixCache]:
@@ -176,14 +194,16 @@ class TurnCache:
 
     A game's prompt at one turn usually extends its prompt at the last (TextArena's observation only grows), and
     rotary positions are absolute, so the cached prefix is exact. Keyed by the stream (a game and seat in one
-    match), never by what else was batched; bounded by ``capacity`` bytes (``token_bytes`` a token), evicting the
-    least recently used stream first, so the same calls always leave the same entries.
+    match), never by what else was batched; bounded by ``capacity`` tokens over all entries, evicting the least
+    recently used stream first, so the same calls always leave the same entries. ``tokens`` counts what is held and
+    ``bytes`` the entries' own arrays (their dtype is the pass's: float32 where the projections run as float32
+    copies, whatever the weights' dtype).
     """
 
-    def __init__(self, capacity: int, token_bytes: int, min_tokens: int) -> None:
-        self.capacity, self.token_bytes, self.min_tokens = capacity, token_bytes, min_tokens
+    def __init__(self, capacity: int, min_tokens: int) -> None:
+        self.capacity, self.min_tokens = capacity, min_tokens
         self.entries: OrderedDict[Hashable, tuple[np.ndarray, Stored]] = OrderedDict()
-        self.bytes = 0
+        self.tokens = self.bytes = 0
         self.hits = self.reused = 0
 
     def reusable(self, stream: Hashable | None, prompt: Sequence[int]) -> int:
@@ -205,19 +225,18 @@ class TurnCache:
     def store(self, stream: Hashable, prompt: Sequence[int], kv: Stored) -> None:
         """Keep ``kv`` (the whole prompt's) as the stream's entry, then evict down to the capacity."""
         self.drop(stream)
-        size = len(prompt) * self.token_bytes
-        if size > self.capacity:
+        if len(prompt) > self.capacity:
             return
         self.entries[stream] = (np.asarray(prompt, dtype=np.int64), kv)
-        self.bytes += size
-        while self.bytes > self.capacity:
+        self.tokens, self.bytes = self.tokens + len(prompt), self.bytes + kv.nbytes
+        while self.tokens > self.capacity:
             self.drop(next(iter(self.entries)))
 
     def drop(self, stream: Hashable) -> None:
         entry = self.entries.pop(stream, None)
         if entry is not None:
-            self.bytes -= len(entry[0]) * self.token_bytes
+            self.tokens, self.bytes = self.tokens - len(entry[0]), self.bytes - entry[1].nbytes
 
     def clear(self) -> None:
         self.entries.clear()
-        self.bytes = 0
+        self.tokens = self.bytes = 0

@@ -14,6 +14,7 @@ import numpy as np
 from arena.core.config import as_dict
 from arena.core.errors import ArenaError
 from arena.core.hashing import digest_config, digest_dir
+from arena.core.heap import map_large_blocks, release_heap
 from arena.core.pins import ADAPTER_WEIGHTS, model_pin, model_quant, read_model_config, versions
 from arena.games.base import Observation
 from arena.games.variants import scored_by_choice
@@ -21,9 +22,10 @@ from arena.players.base import Decision, Player
 from arena.players.batching import MIN_STEM, ScoringBatch, pack_batches
 from arena.players.config import MLXPlayerConfig
 from arena.players.head import check_head
+from arena.players.hostmath import HOST_DEQUANT_BYTES, drop_scratch, host_math
 from arena.players.kvcache import TurnCache, bound_buffer_cache, rows_kv
 from arena.players.memo import PolicyMemo
-from arena.players.memory import budget_note, model_shape, require_loadable, say_once
+from arena.players.memory import ModelShape, budget_note, model_shape, require_loadable, say_once
 from arena.players.prompts import ChatPrompts, prompt_text
 from arena.players.scoring import inference_log_softmax, inference_loglik, per_decision, prompt_positions
 from arena.players.thinking import Reasoning, ThinkPrompts, generate
@@ -97,6 +99,30 @@ def load_tokenizer(path: str | Path) -> Any:
     return mlx_load_tokenizer(path, eos_token_ids=config.get("eos_token_id"))
 
 
+# A pass that held at least this many bytes hands its freed memory back afterwards (``arena.core.heap.release_heap``,
+# the host's large work buffers): below it, the trim's walk of the heap costs more than it returns.
+TRIM_BYTES = 64 << 20
+
+
+def held_shape(model: Any, shape: ModelShape) -> tuple[ModelShape, int]:
+    """The model's shape with the dtype its scoring passes really hold, and the bytes of the float32 copies kept
+    beside its weights on the CPU (``head.float_weight``'s of a quantised head; ``hostmath.HostLinear``'s of its
+    quantised projections while they fit ``HOST_DEQUANT_BYTES``).
+
+    On the host path the projections run as float32 (``hostmath``), so keys, values and activations are float32
+    whatever the weights' dtype: SmolLM2-135M's float16-scaled 4-bit weights hold 45 KiB of keys and values a token,
+    not the 22.5 KiB their dtype says."""
+    if mx.default_device() != mx.cpu:
+        return shape, 0
+    copies = 4 * shape.vocab * shape.hidden if shape.bits is not None else 0
+    if not host_math(model):
+        return shape, copies
+    projections = 4 * shape.layers * sum(a * b for a, b in shape.linears())
+    if shape.bits is not None and projections <= HOST_DEQUANT_BYTES:
+        copies += projections
+    return replace(shape, dtype_bytes=max(4, shape.dtype_bytes)), copies
+
+
 class _LiveReuse(Sequence[int]):
     """Each decision's stored tokens (``TurnCache.reusable``) as of when its pass is built, which is after the passes
     before it stored their prompts: one of them may have evicted the entry a stale plan would reuse (64 games over
@@ -128,12 +154,15 @@ class MLXPlayer(Player):
         self.model, self.tokenizer = load_model(self.path)
         check_head(self.model)
         self.shape = model_shape(self.model)
-        bound_buffer_cache(self.config.max_batch_tokens * self.shape.token_bytes())
-        note = budget_note(self.shape, self.config.max_batch_tokens, "player.max_batch_tokens")
-        say_once(f"player {self.config.max_batch_tokens} {self.shape}", f"[arena] {note}")
-        # A game's previous prompt's keys and values, as many as one pass's worth of tokens.
-        kv = self.shape.kv_token_bytes
-        self.turns = TurnCache(self.config.max_batch_tokens * kv, kv, MIN_STEM)
+        tokens = self.config.max_batch_tokens
+        self.held, copies = held_shape(self.model, self.shape)
+        bound_buffer_cache(tokens * self.shape.token_bytes())
+        map_large_blocks()  # a freed pass's large buffers leave resident memory at once (arena.core.heap)
+        note = budget_note(self.shape, tokens, "player.max_batch_tokens", held=self.held, kept_tokens=tokens,
+                           extra_weights=copies)
+        say_once(f"player {tokens} {self.shape}", f"[arena] {note}")
+        # The games' previous prompts' keys and values, as many tokens as one pass holds.
+        self.turns = TurnCache(tokens, MIN_STEM)
         self.memo = PolicyMemo(self.config.memo_prompts)
         self.prompts = ChatPrompts(self.tokenizer, self.config.view, self.config.enable_thinking)
         if self.config.think is not None:
@@ -292,7 +321,13 @@ class MLXPlayer(Player):
         mx.eval(logp_mx, [kv for _, _, kv in kept])
         for stream, prompt, kv in kept:
             self.turns.store(stream, prompt, kv)
-        return per_decision(np.array(logp_mx, dtype=np.float64), batch.action_offsets)
+        out = per_decision(np.array(logp_mx, dtype=np.float64), batch.action_offsets)
+        del loglik, logp_mx, stored
+        kept.clear()  # held by the store now: the pass's own references go before the heap is trimmed
+        if batch.tokens * self.held.token_bytes() >= TRIM_BYTES:
+            drop_scratch()
+            release_heap()
+        return out
 
     def act(self, observation: Observation) -> Decision:
         return self.act_batch([observation])[0]
