@@ -36,13 +36,14 @@ class PrefixCache:
     (``valid``) and causally to its own tokens; a trie level (``tree``) to the cached keys and to its own tokens'
     ancestors (``tree_mask``), each token at its own absolute position. ``offset`` is each row's next position
     ([rows]), or each token's position ([rows, tokens], a trie level), so rotary embeddings match an unpadded run.
+    ``last``: the pass's last level, whose keys and values nothing reads after its layer, so they are not kept.
     """
 
     def __init__(self, pos: mx.array, pad: mx.array | None = None, valid: mx.array | None = None,
                  keys: mx.array | None = None, values: mx.array | None = None, padded: bool = True,
-                 tree_mask: mx.array | None = None) -> None:
+                 tree_mask: mx.array | None = None, last: bool = False) -> None:
         self.pos, self.pad, self.valid, self.keys, self.values, self.padded = pos, pad, valid, keys, values, padded
-        self.tree_mask = tree_mask
+        self.tree_mask, self.last = tree_mask, last
 
     offset = property(lambda self: self.pos)
 
@@ -50,7 +51,8 @@ class PrefixCache:
         if self.keys is not None:
             keys = mx.concatenate([self.keys, keys], axis=2)
             values = mx.concatenate([self.values, values], axis=2)
-        self.keys, self.values = keys, values
+        if not self.last:  # a pass's last level (the tries) is read by nothing after its layer: not kept
+            self.keys, self.values = keys, values
         return keys, values
 
     def make_mask(self, n: int, return_array: bool = False, window_size: int | None = None) -> Any:
@@ -90,7 +92,7 @@ class PrefixCache:
         keys, values = self.keys, self.values
         if rows is not None:
             valid, pos, keys, values = valid[rows], pos[rows], keys[rows], values[rows]
-        return PrefixCache(pos[:, None] + depth, valid=valid, keys=keys, values=values, tree_mask=mask)
+        return PrefixCache(pos[:, None] + depth, valid=valid, keys=keys, values=values, tree_mask=mask, last=True)
 
 
 # Stored prefixes of at least this many bytes are stacked one layer at a time, so a layer's stacked copy can go as soon

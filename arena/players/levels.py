@@ -85,6 +85,7 @@ def trie_states(model: Any, caches: Sequence[PrefixCache], lengths: mx.array | N
 
     Returns the hidden states [tokens run, hidden] and, for each (row, column) of ``trie``, the index of its state
     there ([rows, columns], -1 where a column is padding no group ran). Some row has a trie (``widths.max() > 0``).
+    ``caches`` are emptied once the last group has read them.
     """
     groups = width_groups([int(w) for w in widths], GROUP_TOKENS)
     where = np.full(trie.shape, -1, dtype=np.int64)
@@ -96,6 +97,8 @@ def trie_states(model: Any, caches: Sequence[PrefixCache], lengths: mx.array | N
         picked = mx.array(rows) if len(groups) > 1 else None
         level = [c.tree(lengths, mx.array(depth[rows, :width]), mx.array(mask[rows][:, :width, :width]), picked)
                  for c in caches]
+        if rows is groups[-1]:
+            release(caches)  # the prompts' copies go layer by layer as the last group's tries run
         with per_token_positions(model):
             out = model.model(mx.array(trie[rows, :width]), cache=level)
         where[rows, :width] = start + np.arange(len(rows) * width).reshape(len(rows), width)
