@@ -79,22 +79,3 @@ def test_play_takes_the_scoring_budget_and_states_its_memory(standin_dir):
     bad = CliRunner().invoke(main, [*args, "--max-batch-tokens", "0"])
     assert bad.exit_code != 0 and "player.max_batch_tokens" in bad.output and "Traceback" not in bad.output
 
-
-def test_stems_stacked_layer_by_layer_and_released_score_the_same_bits(standin_dir, monkeypatch):
-    """Large stored stems are stacked one layer at a time and each layer's copy let go once its layer ran
-    (kvcache.LAYERED_BYTES, levels.tail_states): the same values as one stacked array kept to the pass's end."""
-    import arena.players.kvcache as kvcache
-    from arena.players.config import MLXPlayerConfig
-    from arena.players.mlx import MLXPlayer
-
-    def play(layered: bool) -> list:
-        monkeypatch.setattr(kvcache, "LAYERED_BYTES", 0 if layered else 1 << 62)
-        player = MLXPlayer(standin_dir, MLXPlayerConfig(view="full"))
-        games, out = _lockstep_games(4, 6), []
-        for step in range(max(map(len, games))):
-            out.extend(player._log_policy([g[step] for g in games if step < len(g)]))
-        assert player.turns.hits > 0
-        return out
-
-    for a, b in zip(play(True), play(False), strict=True):
-        np.testing.assert_array_equal(a, b)

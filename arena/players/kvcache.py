@@ -36,14 +36,13 @@ class PrefixCache:
     (``valid``) and causally to its own tokens; a trie level (``tree``) to the cached keys and to its own tokens'
     ancestors (``tree_mask``), each token at its own absolute position. ``offset`` is each row's next position
     ([rows]), or each token's position ([rows, tokens], a trie level), so rotary embeddings match an unpadded run.
-    ``last``: the pass's last level, whose keys and values nothing reads after its layer, so they are not kept.
     """
 
     def __init__(self, pos: mx.array, pad: mx.array | None = None, valid: mx.array | None = None,
                  keys: mx.array | None = None, values: mx.array | None = None, padded: bool = True,
-                 tree_mask: mx.array | None = None, last: bool = False) -> None:
+                 tree_mask: mx.array | None = None) -> None:
         self.pos, self.pad, self.valid, self.keys, self.values, self.padded = pos, pad, valid, keys, values, padded
-        self.tree_mask, self.last = tree_mask, last
+        self.tree_mask = tree_mask
 
     offset = property(lambda self: self.pos)
 
@@ -51,8 +50,7 @@ class PrefixCache:
         if self.keys is not None:
             keys = mx.concatenate([self.keys, keys], axis=2)
             values = mx.concatenate([self.values, values], axis=2)
-        if not self.last:  # a pass's last level (the tries) is read by nothing after its layer: not kept
-            self.keys, self.values = keys, values
+        self.keys, self.values = keys, values
         return keys, values
 
     def make_mask(self, n: int, return_array: bool = False, window_size: int | None = None) -> Any:
@@ -92,33 +90,15 @@ class PrefixCache:
         keys, values = self.keys, self.values
         if rows is not None:
             valid, pos, keys, values = valid[rows], pos[rows], keys[rows], values[rows]
-        return PrefixCache(pos[:, None] + depth, valid=valid, keys=keys, values=values, tree_mask=mask, last=True)
-
-
-# Stored prefixes of at least this many bytes are stacked one layer at a time, so a layer's stacked copy can go as soon
-# as its layer has run (``release``): as one array (fewer operations, for small passes) all of it lives to the end of
-# the tails' level.
-LAYERED_BYTES = 64 << 20
+        return PrefixCache(pos[:, None] + depth, valid=valid, keys=keys, values=values, tree_mask=mask)
 
 
 def stacked(rows: Sequence[Stored], pad_to: int) -> list[PrefixCache]:
     """Stored prefixes as a left-padded first level (zeros, never attended to) of ``pad_to`` positions."""
+    padded = mx.stack([mx.pad(kv, [(0, 0), (0, 0), (pad_to - kv.shape[2], 0), (0, 0)]) for kv in rows], axis=1)
     pad = mx.array([pad_to - kv.shape[2] for kv in rows], dtype=mx.int32)
     layers = rows[0].shape[0] // 2
-    if sum(kv.nbytes for kv in rows) >= LAYERED_BYTES:
-        parts = [mx.stack([mx.pad(kv[part], [(0, 0), (pad_to - kv.shape[2], 0), (0, 0)]) for kv in rows])
-                 for part in range(2 * layers)]
-    else:
-        padded = mx.stack([mx.pad(kv, [(0, 0), (0, 0), (pad_to - kv.shape[2], 0), (0, 0)]) for kv in rows], axis=1)
-        parts = [padded[part] for part in range(2 * layers)]
-    return [PrefixCache(-pad, pad, keys=parts[layer], values=parts[layers + layer]) for layer in range(layers)]
-
-
-def release(caches: Sequence[PrefixCache]) -> None:
-    """Drop the caches' keys and values once the next level has read them (its lazy reads keep what they need until
-    its layer runs), so each layer's copy is freed as that layer runs rather than at the end of the pass."""
-    for cache in caches:
-        cache.keys = cache.values = None
+    return [PrefixCache(-pad, pad, keys=padded[layer], values=padded[layers + layer]) for layer in range(layers)]
 
 
 def joined(first: list[PrefixCache] | None, second: list[PrefixCache] | None) -> list[PrefixCache]:

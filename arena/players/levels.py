@@ -9,7 +9,7 @@ from typing import Any
 import mlx.core as mx
 import numpy as np
 
-from arena.players.kvcache import PrefixCache, per_token_positions, release
+from arena.players.kvcache import PrefixCache, per_token_positions
 
 # A group's fixed cost, in tokens of a level: one more model call (its per-layer ops and masks). On the embedded model
 # (one core) a call costs ~6 ms and a trie token ~85 us; over one Liar's Dice compact match's passes, 48 ran in
@@ -46,16 +46,13 @@ def tail_states(model: Any, caches: Sequence[PrefixCache], tails: np.ndarray, st
 
     In a group the tails pad only to the group's longest: as one level, 64 Liar's Dice games ran 66,788 tail tokens
     for 56,697 real ones (full view, the stand-in) and 3,120 for 1,206 (compact, the embedded model). The groups'
-    caches are merged back in row order, each tail padded to the widest (positions no row sees). ``grouped`` (play)
-    also empties ``caches`` once the last group has read them.
+    caches are merged back in row order, each tail padded to the widest (positions no row sees).
     """
     groups = width_groups([int(n) for n in lengths], GROUP_TOKENS) if grouped else [np.arange(len(lengths))]
     parts, levels = [], []
-    for index, rows in enumerate(groups):
+    for rows in groups:
         width = int(lengths[rows].max())
         level = [c.select(mx.array(stems[rows])) for c in caches]
-        if grouped and index == len(groups) - 1:
-            release(caches)  # play: the stems' copies go layer by layer (training's graph keeps them anyway)
         hidden = model.model(mx.array(tails[rows, :width]), cache=level)
         parts.append(hidden[mx.arange(len(rows)), mx.array(lengths[rows]) - 1])
         levels.append(level)
@@ -85,7 +82,6 @@ def trie_states(model: Any, caches: Sequence[PrefixCache], lengths: mx.array | N
 
     Returns the hidden states [tokens run, hidden] and, for each (row, column) of ``trie``, the index of its state
     there ([rows, columns], -1 where a column is padding no group ran). Some row has a trie (``widths.max() > 0``).
-    ``caches`` are emptied once the last group has read them.
     """
     groups = width_groups([int(w) for w in widths], GROUP_TOKENS)
     where = np.full(trie.shape, -1, dtype=np.int64)
@@ -97,8 +93,6 @@ def trie_states(model: Any, caches: Sequence[PrefixCache], lengths: mx.array | N
         picked = mx.array(rows) if len(groups) > 1 else None
         level = [c.tree(lengths, mx.array(depth[rows, :width]), mx.array(mask[rows][:, :width, :width]), picked)
                  for c in caches]
-        if rows is groups[-1]:
-            release(caches)  # the prompts' copies go layer by layer as the last group's tries run
         with per_token_positions(model):
             out = model.model(mx.array(trie[rows, :width]), cache=level)
         where[rows, :width] = start + np.arange(len(rows) * width).reshape(len(rows), width)

@@ -313,7 +313,6 @@ class MLXPlayer(Player):
             wanted = [entry for entry in wanted if entry[0] is not None]
             distinct = sorted({row for _, _, row in wanted})
             arrays = rows_kv(caches, distinct, [prompt_positions(batch, caches, row) for row in distinct])
-            mx.eval(arrays)  # now, so the tries' level may free the prompts' caches layer by layer
             by_row = dict(zip(distinct, arrays, strict=True))
             kept.extend((stream, prompt, by_row[row]) for stream, prompt, row in wanted)
 
