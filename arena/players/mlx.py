@@ -14,7 +14,7 @@ import numpy as np
 from arena.core.config import as_dict
 from arena.core.errors import ArenaError
 from arena.core.hashing import digest_config, digest_dir
-from arena.core.heap import map_large_blocks, release_heap
+from arena.core.heap import release_heap
 from arena.core.pins import ADAPTER_WEIGHTS, model_pin, model_quant, read_model_config, versions
 from arena.games.base import Observation
 from arena.games.variants import scored_by_choice
@@ -157,7 +157,6 @@ class MLXPlayer(Player):
         tokens = self.config.max_batch_tokens
         self.held, copies = held_shape(self.model, self.shape)
         bound_buffer_cache(tokens * self.shape.token_bytes())
-        map_large_blocks()  # a freed pass's large buffers leave resident memory at once (arena.core.heap)
         note = budget_note(self.shape, tokens, "player.max_batch_tokens", held=self.held, kept_tokens=tokens,
                            extra_weights=copies)
         say_once(f"player {tokens} {self.shape}", f"[arena] {note}")
