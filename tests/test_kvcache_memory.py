@@ -79,3 +79,14 @@ def test_play_takes_the_scoring_budget_and_states_its_memory(standin_dir):
     bad = CliRunner().invoke(main, [*args, "--max-batch-tokens", "0"])
     assert bad.exit_code != 0 and "player.max_batch_tokens" in bad.output and "Traceback" not in bad.output
 
+
+
+def test_a_large_passes_work_buffers_are_dropped_after_it_and_small_ones_kept():
+    hostmath._scratch("test-large", (hostmath.KEEP_SCRATCH_BYTES // 4 + 1,))
+    hostmath._scratch("test-small", (16,))
+    hostmath.drop_scratch()
+    buffers = hostmath._SCRATCH.__dict__
+    assert "test-large" not in buffers and "test-small" in buffers
+    from arena.core.heap import release_heap
+
+    release_heap()  # glibc's malloc_trim where there is one, else nothing: never an error
