@@ -112,10 +112,13 @@ def _frontier_config(params: str | None) -> FrontierConfig:
 @click.option("--params", type=click.Path(dir_okay=False),
               help="params file whose frontier: section configures openai: players [default: params.yaml if present]")
 @click.option("--concurrency", default=64, show_default=True, type=int, help="games played in lockstep")
+@click.option("--max-batch-tokens", type=int, default=None,
+              help="MLX players' tokens a scoring pass may hold, and the keys and values kept across turns "
+                   "(player.max_batch_tokens; the player prints the memory this bounds) [default: 65536]")
 @click.option("--out", type=click.Path(), help="also write the game records as a JSONL shard here")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
-def play(game, p0, p1, games, seed, variant, temperature, view, thinking, think_tokens, params, concurrency, out,
-         as_json) -> None:
+def play(game, p0, p1, games, seed, variant, temperature, view, thinking, think_tokens, params, concurrency,
+         max_batch_tokens, out, as_json) -> None:
     """Play GAMES games of GAME between two players and print the score.
 
     MLX players sample with --view and --temperature; frontier players (openai:MODEL@BASE_URL) are called
@@ -133,7 +136,8 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, think_
         raise ArenaError(f"--games {games} must be >= 1")
     view = resolve_view(view, mlx_dirs(p0, p1))
     think = think_config("--think", {"max_tokens": think_tokens}) if think_tokens else None
-    mlx_config = MLXPlayerConfig(view=view, temperature=temperature, enable_thinking=thinking, think=think)
+    budget = {} if max_batch_tokens is None else {"max_batch_tokens": max_batch_tokens}
+    mlx_config = MLXPlayerConfig(view=view, temperature=temperature, enable_thinking=thinking, think=think, **budget)
     configs = PlayerConfigs(mlx_config, _frontier_config(params))
     players = (configs.make(p0), configs.make(p1))
     if players[0].spec == players[1].spec:

@@ -64,11 +64,12 @@ def _kv(tokens: int):
     return mx.zeros((2, 1, tokens, 2))
 
 
-def test_the_store_is_bounded_by_bytes_and_evicts_the_least_recently_used():
-    cache = TurnCache(capacity=100 * 8, token_bytes=8, min_tokens=4)
+def test_the_store_is_bounded_by_tokens_and_evicts_the_least_recently_used():
+    cache = TurnCache(capacity=100, min_tokens=4)
     for stream in ("a", "b", "c"):
         cache.store(stream, list(range(40)), _kv(40))
-    assert list(cache.entries) == ["b", "c"] and cache.bytes == 80 * 8  # "a" went to make room for "c"
+    assert list(cache.entries) == ["b", "c"]  # "a" went to make room for "c"
+    assert cache.tokens == 80 and cache.bytes == 2 * _kv(40).nbytes  # the entries' own bytes, in their dtype
     assert cache.reusable("b", list(range(30)) + [99] * 20) == 30
     cache.prefix("b", 30)  # "b" is now the most recently used: "c" goes next
     cache.store("d", list(range(40)), _kv(40))

@@ -107,6 +107,17 @@ def _scratch(name: str, shape: tuple[int, ...]) -> np.ndarray:
 
 
 _SCRATCH = threading.local()  # two threads scoring at once must not share a buffer
+# The most bytes of work buffers this thread keeps once a pass is over (``drop_scratch``): attention's scores grow with
+# rows x queries x keys, not with the pass's token budget (64 Liar's Dice games' first full-view pass: ~0.6 GB).
+KEEP_SCRATCH_BYTES = 64 << 20
+
+
+def drop_scratch(keep: int = KEEP_SCRATCH_BYTES) -> None:
+    """Free this thread's work buffers larger than ``keep`` bytes (the next pass makes them afresh where it needs
+    them: page faults, no change to a value)."""
+    buffers = _SCRATCH.__dict__
+    for name in [name for name, buffer in buffers.items() if buffer.nbytes > keep]:
+        del buffers[name]
 
 
 def _block_normaliser(logits: np.ndarray, work: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

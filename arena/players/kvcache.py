@@ -176,14 +176,16 @@ class TurnCache:
 
     A game's prompt at one turn usually extends its prompt at the last (TextArena's observation only grows), and
     rotary positions are absolute, so the cached prefix is exact. Keyed by the stream (a game and seat in one
-    match), never by what else was batched; bounded by ``capacity`` bytes (``token_bytes`` a token), evicting the
-    least recently used stream first, so the same calls always leave the same entries.
+    match), never by what else was batched; bounded by ``capacity`` tokens over all entries, evicting the least
+    recently used stream first, so the same calls always leave the same entries. ``tokens`` counts what is held and
+    ``bytes`` the entries' own arrays (their dtype is the pass's: float32 where the projections run as float32
+    copies, whatever the weights' dtype).
     """
 
-    def __init__(self, capacity: int, token_bytes: int, min_tokens: int) -> None:
-        self.capacity, self.token_bytes, self.min_tokens = capacity, token_bytes, min_tokens
+    def __init__(self, capacity: int, min_tokens: int) -> None:
+        self.capacity, self.min_tokens = capacity, min_tokens
         self.entries: OrderedDict[Hashable, tuple[np.ndarray, Stored]] = OrderedDict()
-        self.bytes = 0
+        self.tokens = self.bytes = 0
         self.hits = self.reused = 0
 
     def reusable(self, stream: Hashable | None, prompt: Sequence[int]) -> int:
@@ -205,19 +207,18 @@ class TurnCache:
     def store(self, stream: Hashable, prompt: Sequence[int], kv: Stored) -> None:
         """Keep ``kv`` (the whole prompt's) as the stream's entry, then evict down to the capacity."""
         self.drop(stream)
-        size = len(prompt) * self.token_bytes
-        if size > self.capacity:
+        if len(prompt) > self.capacity:
             return
         self.entries[stream] = (np.asarray(prompt, dtype=np.int64), kv)
-        self.bytes += size
-        while self.bytes > self.capacity:
+        self.tokens, self.bytes = self.tokens + len(prompt), self.bytes + kv.nbytes
+        while self.tokens > self.capacity:
             self.drop(next(iter(self.entries)))
 
     def drop(self, stream: Hashable) -> None:
         entry = self.entries.pop(stream, None)
         if entry is not None:
-            self.bytes -= len(entry[0]) * self.token_bytes
+            self.tokens, self.bytes = self.tokens - len(entry[0]), self.bytes - entry[1].nbytes
 
     def clear(self) -> None:
         self.entries.clear()
-        self.bytes = 0
+        self.tokens = self.bytes = 0

@@ -130,14 +130,26 @@ def model_shape(model: Any) -> ModelShape:
                          "group_size": quantized[0].group_size if quantized else 64})
 
 
-def budget_note(shape: ModelShape, max_tokens: int, key: str, training: bool = False) -> str:
-    """One line: the bound a scoring budget puts on a pass's memory for this model (``pass_bytes``)."""
-    per_token = shape.token_bytes(training)
-    return (f"memory bound: {key} = {max_tokens} tokens, so a {'training' if training else 'scoring'} pass stays "
-            f"under ~{shape.pass_bytes(max_tokens, training) / 2**20:,.0f} MiB ({per_token / 1024:.1f} KiB a token: "
-            f"{shape.layers} layers x {shape.kv_heads} kv heads x {shape.head_dim} head dim, "
-            f"{shape.dtype_bytes}-byte {'activations kept' if training else 'values'}; a scored position's "
+def budget_note(shape: ModelShape, max_tokens: int, key: str, training: bool = False,
+                held: ModelShape | None = None, kept_tokens: int = 0, extra_weights: float = 0.0) -> str:
+    """One line: the bound a scoring budget puts on a pass's memory for this model (``pass_bytes``).
+
+    ``held``: the shape with the dtype a pass really holds (``shape`` counts the budget: its ``head_weight`` is what
+    a scored row counts as); ``kept_tokens``: the keys and values a player keeps across turns, bounded in tokens too;
+    ``extra_weights``: bytes beside the weights (float32 copies of quantised projections on the CPU)."""
+    held = held or shape
+    per_token = held.token_bytes(training)
+    note = (f"memory bound: {key} = {max_tokens} tokens, so a {'training' if training else 'scoring'} pass stays "
+            f"under ~{held.pass_bytes(max_tokens, training) / 2**20:,.0f} MiB ({per_token / 1024:.1f} KiB a token: "
+            f"{held.layers} layers x {held.kv_heads} kv heads x {held.head_dim} head dim, "
+            f"{held.dtype_bytes}-byte {'activations kept' if training else 'values'}; a scored position's "
             f"{shape.vocab:,}-token log-probs count as {shape.head_weight} tokens)")
+    if kept_tokens:
+        note += (f", the keys and values kept across turns under ~{kept_tokens * held.kv_token_bytes / 2**20:,.0f} MiB "
+                 f"({kept_tokens} tokens)")
+    weights = shape.weights_bytes() + extra_weights
+    copies = f" ({extra_weights / 2**20:,.0f} MiB of them float32 copies)" if extra_weights else ""
+    return f"{note}, the weights ~{weights / 2**20:,.0f} MiB{copies}"
 
 
 _SAID: set[str] = set()

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import mlx.core as mx
 import numpy as np
 
 from arena.core.config import as_dict
@@ -21,9 +22,10 @@ from arena.players.batching import MIN_STEM, pack_batches
 from arena.players.config import MLXPlayerConfig, ThinkConfig
 from arena.players.frontier_reply import parse_action
 from arena.players.head import check_head
+from arena.players.hostmath import HOST_DEQUANT_BYTES, host_math
 from arena.players.kvcache import TurnCache, bound_buffer_cache
 from arena.players.memo import PolicyMemo
-from arena.players.memory import budget_note, model_shape, require_loadable, say_once
+from arena.players.memory import ModelShape, budget_note, model_shape, require_loadable, say_once
 from arena.players.prompts import ChatPrompts, end_of_turn_ids, prompt_text
 from arena.players.scoringpass import Inference, ScoringPass
 from arena.players.thinking import Reasoning, ThinkPrompts
@@ -102,6 +104,25 @@ def _choices(observations: Sequence[Observation]) -> list[bool]:
     return [scored_by_choice(o.game_id) for o in observations]
 
 
+def held_shape(model: Any, shape: ModelShape) -> tuple[ModelShape, int]:
+    """The model's shape with the dtype its scoring passes really hold, and the bytes of the float32 copies kept
+    beside its weights on the CPU (``head.float_weight``'s of a quantised head; ``hostmath.HostLinear``'s of its
+    quantised projections while they fit ``HOST_DEQUANT_BYTES``).
+
+    On the host path the projections run as float32 (``hostmath``), so keys, values and activations are float32
+    whatever the weights' dtype: SmolLM2-135M's float16-scaled 4-bit weights hold 45 KiB of keys and values a token,
+    not the 22.5 KiB their dtype says."""
+    if mx.default_device() != mx.cpu:
+        return shape, 0
+    copies = 4 * shape.vocab * shape.hidden if shape.bits is not None else 0
+    if not host_math(model):
+        return shape, copies
+    projections = 4 * shape.layers * sum(a * b for a, b in shape.linears())
+    if shape.bits is not None and projections <= HOST_DEQUANT_BYTES:
+        copies += projections
+    return replace(shape, dtype_bytes=max(4, shape.dtype_bytes)), copies
+
+
 class MLXPlayer(Player):
     """Scores every legal action's log-likelihood and samples from the softmax over legal actions only.
 
@@ -116,12 +137,14 @@ class MLXPlayer(Player):
         self.model, self.tokenizer = load_model(self.path)
         check_head(self.model)
         self.shape = model_shape(self.model)
-        bound_buffer_cache(self.config.max_batch_tokens * self.shape.token_bytes())
-        note = budget_note(self.shape, self.config.max_batch_tokens, "player.max_batch_tokens")
-        say_once(f"player {self.config.max_batch_tokens} {self.shape}", f"[arena] {note}")
-        # A game's previous prompt's keys and values, as many as one pass's worth of tokens.
-        kv = self.shape.kv_token_bytes
-        self.turns = TurnCache(self.config.max_batch_tokens * kv, kv, MIN_STEM)
+        tokens = self.config.max_batch_tokens
+        self.held, copies = held_shape(self.model, self.shape)
+        bound_buffer_cache(tokens * self.shape.token_bytes())
+        note = budget_note(self.shape, tokens, "player.max_batch_tokens", held=self.held, kept_tokens=tokens,
+                           extra_weights=copies)
+        say_once(f"player {tokens} {self.shape}", f"[arena] {note}")
+        # The games' previous prompts' keys and values, as many tokens as one pass holds.
+        self.turns = TurnCache(tokens, MIN_STEM)
         self.memo = PolicyMemo(self.config.memo_prompts)
         self._thinking: ScoringPass | None = None  # the pass ``reason`` left for ``thought_log_policy``
         self.prompts = ChatPrompts(self.tokenizer, self.config.view, self.config.enable_thinking)
@@ -172,7 +195,7 @@ class MLXPlayer(Player):
     def _pass(self) -> ScoringPass:
         """A pass of this player's model over one call's decisions, reading and feeding its cross-turn store."""
         inference = Inference(self.model, self.shape, self.config.max_batch_tokens, self.tokenizer.pad_token_id or 0,
-                              self.config.temperature)
+                              self.config.temperature, self.held.token_bytes())
         return ScoringPass(inference, self.turns)
 
     def _log_policy(self, observations: Sequence[Observation]) -> list[np.ndarray]:

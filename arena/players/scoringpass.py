@@ -9,8 +9,10 @@ from typing import Any
 import mlx.core as mx
 import numpy as np
 
+from arena.core.heap import release_heap
 from arena.players.batching import MIN_STEM, plan_passes
 from arena.players.config import ThinkConfig
+from arena.players.hostmath import drop_scratch
 from arena.players.kvcache import TurnCache
 from arena.players.memo import PolicyMemo
 from arena.players.memory import ModelShape
@@ -21,16 +23,23 @@ Prompt = tuple[int, ...]
 Actions = Sequence[tuple[int, ...]]
 
 
+# A pass that held at least this many bytes hands its freed memory back afterwards (``arena.core.heap.release_heap``,
+# the host's large work buffers): below it, the trim's walk of the heap costs more than it returns.
+TRIM_BYTES = 64 << 20
+
+
 @dataclass(frozen=True)
 class Inference:
     """What a pass runs on: the model and its shapes, the token budget of one batch, the padding token, and the
-    temperature the legal actions' softmax is taken at (0: greedy play, scored at 1)."""
+    temperature the legal actions' softmax is taken at (0: greedy play, scored at 1), and the bytes a token really
+    holds in a pass (``mlx.held_shape``: float32 on the host path), which decides when a pass trims the heap."""
 
     model: Any
     shape: ModelShape
     max_batch_tokens: int
     pad_id: int
     temperature: float
+    held_token_bytes: int
 
 
 class ScoringPass:
@@ -167,4 +176,9 @@ class ScoringPass:
         by_row = dict(zip(distinct, kept, strict=True))
         for stream, prompt, row in wanted:
             self.store.store(stream, prompt, by_row[row])
-        return per_decision(np.array(logp_mx, dtype=np.float64), batch.action_offsets)
+        out = per_decision(np.array(logp_mx, dtype=np.float64), batch.action_offsets)
+        del loglik, logp_mx, stored, kept, by_row  # held by the store now: the pass's own references go first
+        if batch.tokens * self.inference.held_token_bytes >= TRIM_BYTES:
+            drop_scratch()
+            release_heap()
+        return out
