@@ -152,15 +152,16 @@ def floor_player(path: Path, view: str):
 # ----------------------------------------------------------------------------------------------- one case
 
 
-def run_case(kind: str, path: Path, game: str, view: str, games: int) -> dict[str, Any]:
-    """``games`` games of the model against random (after a one-game warm-up), timed: games/s and moves."""
+def run_case(kind: str, path: Path, game: str, view: str, games: int, budget: int | None = None) -> dict[str, Any]:
+    """``games`` games of the model against random (after a one-game warm-up), timed: games/s and moves (``budget``:
+    ours' ``max_batch_tokens``, None: the player's default)."""
     from arena.play.match import duplicate_schedule, play_match
     from arena.players.build import make_player
     from arena.players.config import MLXPlayerConfig
     from arena.players.mlx import MLXPlayer
 
     if kind == "ours":
-        player = MLXPlayer(path, MLXPlayerConfig(view=view))
+        player = MLXPlayer(path, MLXPlayerConfig(view=view, **({"max_batch_tokens": budget} if budget else {})))
     else:
         player = (reference_player if kind == "reference" else floor_player)(path, view)
     concurrency = games if kind == "ours" else 1
@@ -176,10 +177,12 @@ def run_case(kind: str, path: Path, game: str, view: str, games: int) -> dict[st
             "unparsed": getattr(player, "unparsed", None), "moves": getattr(player, "moves", None)}
 
 
-def _child(kind: str, path: Path, game: str, view: str, games: int) -> tuple[dict | None, float, str]:
+def _child(kind: str, path: Path, game: str, view: str, games: int, budget: int | None = None
+           ) -> tuple[dict | None, float, str]:
     """One case in a subprocess: its result, its peak RSS in MiB, and how it ended."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         args = [sys.executable, __file__, "--case", kind, str(path), game, view, str(games), out.name]
+        args += ["--max-batch-tokens", str(budget)] if budget else []
         child = subprocess.Popen(args, cwd=ROOT)
         _, status, usage = os.wait4(child.pid, 0)
         code = os.waitstatus_to_exitcode(status)
@@ -191,10 +194,10 @@ def _child(kind: str, path: Path, game: str, view: str, games: int) -> tuple[dic
 # ----------------------------------------------------------------------------------------------- the figure
 
 
-def _row(game: str, view: str, weights: str, cases: dict[str, tuple]) -> Row:
+def _row(game: str, view: str, weights: str, cases: dict[str, tuple], budget: int | None = None) -> Row:
     """ours vs the per-move reference; the floor and every side's games, RSS and CPU seconds in the details."""
     (ours, rss, ended), ref, floor = cases["ours"], cases.get("reference"), cases.get("floor")
-    name = f"{game} {view} view, SmolLM2 {weights}, vs random"
+    name = f"{game} {view} view, SmolLM2 {weights}{f', max_batch_tokens {budget}' if budget else ''}, vs random"
     target = TARGET_RATIO if (game, view) in TARGET_ROWS and weights == "q4" else None
     ref_gps = ref[0]["games_per_s"] if ref and ref[0] else None
     if ours is None:
@@ -225,22 +228,23 @@ def _side(case: tuple | None) -> dict[str, Any] | None:
     return {**{k: result[k] for k in keep}, "peak_rss_mib": round(rss)}
 
 
-def figure(games: int, reference_games: int, only: list[tuple[str, str]], weights: list[str], floor: bool
-           ) -> list[Row]:
-    """One row per (game, view) of ``only`` and weights: ours, the reference and the floor, each in a child."""
+def figure(games: int, reference_games: int, only: list[tuple[str, str]], weights: list[str], floor: bool,
+           budget: int | None = None) -> list[Row]:
+    """One row per (game, view) of ``only`` and weights: ours (at ``budget`` tokens a pass, None: the default), the
+    reference and the floor, each in a child."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="arena-realmodel-") as tmp:
         models = build_models(Path(tmp))
         log(f"realmodel: models built in {tmp}")
         for game, view in only:
             for weight in weights:
-                cases = {"ours": _child("ours", models[weight], game, view, games)}
+                cases = {"ours": _child("ours", models[weight], game, view, games, budget)}
                 if reference_games:
                     cases["reference"] = _child("reference", models[weight], game, view, reference_games)
                 if floor:
                     cases["floor"] = _child("floor", models[weight], game, view, reference_games or games)
-                rows.append(_row(game, view, weight, cases))
-                log(f"realmodel: row {json.dumps([game, view, weight, {k: c for k, c in cases.items()}])}")
+                rows.append(_row(game, view, weight, cases, budget))
+                log(f"realmodel: row {json.dumps([game, view, weight, {k: c for k, c in cases.items()}, budget])}")
     return rows
 
 
@@ -252,8 +256,8 @@ def rows_from_log(path: Path) -> list[Row]:
     rows = []
     for line in path.read_text().splitlines():
         if line.startswith("[bench] realmodel: row "):
-            game, view, weight, cases = json.loads(line.removeprefix("[bench] realmodel: row "))
-            rows.append(_row(game, view, weight, {k: tuple(c) for k, c in cases.items()}))
+            game, view, weight, cases, *budget = json.loads(line.removeprefix("[bench] realmodel: row "))
+            rows.append(_row(game, view, weight, {k: tuple(c) for k, c in cases.items()}, *budget))
         elif line.startswith("[bench] realmodel: ") and ", SmolLM2 " in line:
             name, details = line.removeprefix("[bench] realmodel: ").split(": ", 1)
             game, view = name.split(" view,")[0].split(" ")
@@ -302,13 +306,14 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument("--from-log", type=Path, help="write the results of a run's stderr log (rows it finished)")
     parser.add_argument("--command", help="with --from-log: the command line that run was started with")
+    parser.add_argument("--max-batch-tokens", type=int, help="ours: tokens a pass holds (default: the player's)")
     args = parser.parse_args(argv)
     from arena.core.blas import ensure_fast_blas
 
     ensure_fast_blas()
     if args.case:
         kind, model, game, view, games, out = args.case
-        Path(out).write_text(json.dumps(run_case(kind, Path(model), game, view, int(games))))
+        Path(out).write_text(json.dumps(run_case(kind, Path(model), game, view, int(games), args.max_batch_tokens)))
         return 0
     if args.from_log:
         rows = rows_from_log(args.from_log)
@@ -317,7 +322,8 @@ def _main(argv: list[str]) -> int:
         return 0
     if args.quick:
         args.games, args.reference_games, args.only, args.weights = 1, 1, "kuhn:compact", "q4"
-    rows = figure(args.games, args.reference_games, _pairs(args.only), args.weights.split(","), not args.no_floor)
+    rows = figure(args.games, args.reference_games, _pairs(args.only), args.weights.split(","), not args.no_floor,
+                  args.max_batch_tokens)
     print(render_table([asdict(row) for row in rows]))
     if args.json:
         args.json.write_text(json.dumps({"rows": [asdict(row) for row in rows]}, indent=1))
