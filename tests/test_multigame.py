@@ -113,3 +113,14 @@ def test_the_tictactoe_recipe_against_minimax_validates():
     assert keys["pool.scripted"] == ["oracle"] and keys["train.group_by"] == "seat" and keys["selfplay.group_size"] == 4
     flags = checked_flags(preset, load_params(ROOT / "params.yaml"))
     assert "-S selfplay.game=tictactoe" in flags and "-S train.group_by=seat" in flags
+
+
+def test_a_thinking_players_estimate_plots_its_point_and_skips_its_interval():
+    # A thinking round's exact entry (arena.eval.thinkexact) carries its bootstrap interval and sample count beside
+    # the estimate; the curves used to take the interval list for a number and stop the report with a TypeError.
+    evals = [{"round": r, "exact": {"kuhn": {"estimated_from_reasonings": 16, "exploitability": value,
+                                              "exploitability_interval": [value - 0.05, value + 0.05]}},
+              "kuhn_vs_random": {"win_rate": 0.5}} for r, value in ((0, 0.435), (1, 0.437))]
+    assert exact_series(evals) == {"kuhn": {"exploitability": [(0, 0.435), (1, 0.437)]}}
+    assert plot_exact_rounds(evals).startswith(PNG_SIGNATURE)
+    assert "| 1 | 0.437 | 0.500 |" in exact_tables(evals)

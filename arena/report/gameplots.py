@@ -10,16 +10,17 @@ from matplotlib.figure import Figure
 from arena.report.plots import ReportError, _png
 from arena.report.summary import measure_note
 
-# Bookkeeping beside the measures (how many configurations a Nim mass averages over), not a measure itself.
-_NOT_MEASURES = ("configurations",)
+# Bookkeeping beside the measures (how many configurations a Nim mass averages over, how many reasonings a thinking
+# player's estimate samples), not a measure itself.
+_NOT_MEASURES = ("configurations", "estimated_from_reasonings")
 
 
 def _flat(metrics: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
     """Nested measures as dotted keys (``loss_vs_minimax.seat0``), as ``dvc metrics show`` names them."""
     out: dict[str, float] = {}
     for key, value in metrics.items():
-        if key in _NOT_MEASURES or value is None:
-            continue
+        if key in _NOT_MEASURES or value is None or isinstance(value, (list, tuple)):
+            continue  # a list is an estimate's interval ([low, high]): the curve is its point estimate
         if isinstance(value, Mapping):
             out.update(_flat(value, f"{prefix}{key}."))
         else:
