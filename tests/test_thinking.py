@@ -203,7 +203,10 @@ def test_arena_play_think_and_replay(standin_dir, tmp_path):
     assert replayed.exit_code == 1 and "MISMATCH" in replayed.output and "reasoning digest" in replayed.output
 
 
-@pytest.mark.parametrize("game", ["kuhn", "leduc", "tictactoe", "nim", "liarsdice"])
+GAMES = ["kuhn", "leduc", "tictactoe", "nim", "liarsdice", "negotiation", "ultimatum"]
+
+
+@pytest.mark.parametrize("game", GAMES)
 def test_every_game_plays_legal_moves_after_reasoning(standin_dir, game):
     records = _play(_player(standin_dir, max_tokens=4), game, 2)
     decisions = [d for record in records for d in record["decisions"]]
@@ -211,18 +214,30 @@ def test_every_game_plays_legal_moves_after_reasoning(standin_dir, game):
     assert all("reasoning" in d for d in decisions) and not verify_records(records)
 
 
-@pytest.mark.slow
-def test_smollm2_thinks_and_plays_legal_moves(tmp_path):
+@pytest.fixture(scope="module")
+def smollm2_dir(tmp_path_factory):
     from arena.train.basemodel import build_base
     from arena.train.config import BaseConfig
 
-    model = tmp_path / "smollm2"
+    model = tmp_path_factory.mktemp("smollm2") / "model"
     build_base(BaseConfig(source="smollm2"), model)
-    player = MLXPlayer(model, MLXPlayerConfig(view="full", think=ThinkConfig(max_tokens=8)))
+    return model
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("game", GAMES)
+def test_smollm2_thinks_and_plays_legal_moves_in_every_game(smollm2_dir, game):
+    # Kuhn reads TextArena's own text; the other games their compact view, which keeps this test to minutes (a
+    # full-view Liar's Dice or negotiation prompt is ~1,000 tokens a decision).
+    view = "full" if game == "kuhn" else "compact"
+    player = MLXPlayer(smollm2_dir, MLXPlayerConfig(view=view, think=ThinkConfig(max_tokens=4)))
     assert not player.think_prompts.block  # SmolLM2's template has no thinking block: the instruction mode
-    records = _play(player, "kuhn", 2)
+    # Negotiation at units 1 (22 listed moves, as its presets train it): its reasoning prompt lists the legal moves.
+    variant = {"units": 1} if game == "negotiation" else None
+    records = play_match(game, (player, player), duplicate_schedule([0], 1), variant=variant, progress=False)
     decisions = [d for record in records for d in record["decisions"]]
-    assert all(d["action"] in d["legal"] and len(d["reasoning_tokens"]) <= 8 for d in decisions)
+    assert all(not r["errored"] for r in records)
+    assert all(d["action"] in d["legal"] and len(d["reasoning_tokens"]) <= 4 for d in decisions)
     assert not verify_records(records)
 
 
