@@ -2,11 +2,11 @@
 
 import copy
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 from repo_copy import small_params
+from tinyround import built_twice
 
 from arena.core.config import ConfigError, as_dict, load_params, load_section
 from arena.pipeline.params import validate_all
@@ -39,12 +39,7 @@ def _files(path):
 @pytest.fixture(scope="module")
 def thinking_rounds(tmp_path_factory):
     """The same thinking round twice, from the same seeds, each in its own directory."""
-    roots = [tmp_path_factory.mktemp(name) for name in ("a", "b")]
-    with pytest.MonkeyPatch.context() as patch:
-        for root in roots:
-            patch.chdir(root)  # relative paths, as dvc runs a stage (a record names its players' paths)
-            _round(Path("artifacts"), _params())
-    return [root / "artifacts" for root in roots]
+    return built_twice(tmp_path_factory, lambda root: _round(root, _params()))
 
 
 def test_a_thinking_round_is_byte_identical_from_the_same_seeds(thinking_rounds):
