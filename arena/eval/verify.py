@@ -3,7 +3,8 @@
 Flow: read and self-check the card; compare its producing code with the same entry script's closure
 here (reported, never decisive); check the repository's ``eval`` section is the card's; for each
 player, find the artifact its pin names (``arena.eval.locate``: the spec's path, else the DVC cache,
-else the DVC remote) and rebuild the player with the player config params.yaml gives it; compare every
+else the DVC remote) and rebuild the player with the player config params.yaml gives it (an endpoint's player
+replays the replies recorded in ``frontier.replies``, calling nothing); compare every
 pin field; re-play every game with the same seeds and seats (cards hold outcomes, not actions) and
 compare transcript digests, rewards and the summary (``arena.eval.verdict``). Byte identity is only
 promised on the same platform tuple (the pin's ``versions``: OS and arch, BLAS and its thread count,
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +41,9 @@ from arena.eval.verdict import (
 from arena.games.variants import game_label
 from arena.play.match import Slot, play_match
 from arena.players.base import Player
-from arena.players.build import make_player, section_mlx_config
+from arena.players.build import load_frontier_config, make_player, section_mlx_config
 from arena.players.config import MLXPlayerConfig
+from arena.players.frontier import FrontierPlayer
 from arena.players.mlx import MLXPlayer
 
 _TOURNAMENT_KEYS = frozenset(f.name for f in fields(TournamentConfig))
@@ -103,10 +105,28 @@ def _rebuild_player(index: int, entry: Mapping[str, Any], repo: Path, params: Ma
         return player, _player_config_detail(source, config)
     if kind == "scripted":
         return make_player(spec), "the scripted player's own settings"
-    reason = ("a frontier endpoint: its games cannot be re-derived offline from pins" if kind == "frontier"
-              else "an unknown pin kind")
-    result._fail(Difference(f"{who}: pin.kind", kind, "not re-playable", reason))
+    if kind == "frontier":
+        return _replay_frontier(spec, repo, params)
+    result._fail(Difference(f"{who}: pin.kind", kind, "not re-playable", "an unknown pin kind"))
     return None, ""
+
+
+def _replay_frontier(spec: str, repo: Path, params: Mapping[str, Any]) -> tuple[Player, str]:
+    """The endpoint's player replaying its recorded replies (params' ``frontier.replies``, else this machine's
+    cache): ``max_calls`` 0, so nothing is sent and no server need run; a reply not recorded errors that decision,
+    and the re-played games then differ from the card's."""
+    config = load_frontier_config(params)
+    where = repo / config.replies if config.replies else None
+    config = replace(config, max_calls=0, replies=None if where is None else str(where))
+    source = where or "this machine's frontier cache"
+    detail = f"params frontier, replayed from {source} (max_calls 0: no endpoint is called)"
+    return make_player(spec, frontier_config=config, check=False), detail
+
+
+def _unrecorded(players: Sequence[Player]) -> list[str]:
+    """A note per replayed endpoint player whose replies were not all recorded."""
+    return [f"{player.spec}: {player.stats.errors} decisions had no recorded reply (frontier.replies, or the cache)"
+            for player in players if isinstance(player, FrontierPlayer) and player.stats.errors]
 
 
 # --------------------------------------------------------------------------------------------- replay
@@ -247,6 +267,7 @@ def verify_scorecard(path: str | Path, *, repo: str | Path = ".", section: str |
             return result._fail(wrong_schedule)
         records = play_match(card["game_id"], (players[0], players[1]), schedule, variant=card["variant"],
                              progress=False)
+        result.notes.extend(_unrecorded(players))
     here = make_scorecard(EvalConfig.from_dict(card["eval_config"]), GameEntry(card["game_id"], card["variant"]),
                           players[0].spec, players[1].spec, records, code=code.here)
     result.games, result.summary = len(records), here["summary"]

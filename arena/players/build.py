@@ -49,7 +49,8 @@ def make_player(spec: str, *, mlx_config: MLXPlayerConfig | None = None,
     """Build the player a spec names; an unknown spec is an ArenaError listing the valid forms.
 
     ``check`` probes a frontier endpoint before any game starts, so an unreachable server is one clear
-    error rather than a match of errored games.
+    error rather than a match of errored games; a player that may make no call (``max_calls: 0``, a replay
+    from recorded replies) is not checked, so it plays with no server running.
     """
     if not isinstance(spec, str) or not spec:
         raise ArenaError(f"player spec {spec!r} is empty; expected {SPEC_HELP}")
@@ -62,7 +63,7 @@ def make_player(spec: str, *, mlx_config: MLXPlayerConfig | None = None,
 
         model, base_url = parse_spec(spec)
         player = FrontierPlayer(model, base_url, frontier_config)
-        if check:
+        if check and player.config.max_calls > 0:
             player.check_endpoint()
         return player
     from arena.players.scripted import make_scripted

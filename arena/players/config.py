@@ -137,7 +137,10 @@ class FrontierConfig:
     it names. Reasoning needs a larger ``max_tokens``: a reply cut off before its answer is misread.
     ``concurrency`` is how many requests one player has in flight at once (a match's games waiting on it are
     asked together); unset, ``LOCAL_CONCURRENCY`` for a loopback BASE_URL and ``REMOTE_CONCURRENCY`` otherwise
-    (docs/frontier.md). Replies, records and call counts are the same at any value.
+    (docs/frontier.md). Replies, records and call counts are the same at any value. ``replies`` names a directory
+    (relative to where the stage runs: the project root) that holds this section's replies instead of the user's
+    cache (``$ARENA_CACHE_DIR/frontier``): committed beside the score cards, it lets anyone re-play the endpoint's
+    games offline (``max_calls: 0`` calls nothing and checks no endpoint) and ``arena verify`` re-derive them.
     """
 
     api_key_env: str = "OPENAI_API_KEY"
@@ -152,6 +155,7 @@ class FrontierConfig:
     view: str = "full"
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     concurrency: int | None = None
+    replies: str | None = None
 
     def __post_init__(self) -> None:
         require(bool(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env)), "frontier.api_key_env",
@@ -171,3 +175,5 @@ class FrontierConfig:
         require(self.concurrency is None or 1 <= self.concurrency <= MAX_CONCURRENCY, "frontier.concurrency",
                 self.concurrency, f"must be unset (1 for a local server, {REMOTE_CONCURRENCY} for a remote one) or "
                 f"in [1, {MAX_CONCURRENCY}]")
+        require(self.replies is None or (isinstance(self.replies, str) and bool(self.replies.strip())),
+                "frontier.replies", self.replies, "must be unset (the user's cache) or a directory path")

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -144,7 +145,7 @@ class FrontierPlayer(Player):
         self.spec = f"{SPEC_PREFIX}{model}@{self.base_url}"
         self.stats = FrontierStats()
         self.served_model: str | None = None
-        self._cache = cache or ResponseCache()
+        self._cache = cache or ResponseCache(Path(self.config.replies) if self.config.replies else None)
         self._sleep = sleep
         key = self._api_key()
         # An endpoint may echo the key back (in a reply's text, its model id, /models): every reply is scrubbed
@@ -340,8 +341,8 @@ class FrontierPlayer(Player):
     def check_endpoint(self) -> list[str]:
         """GET ``/models`` once; return the model ids served, or raise FrontierError naming the URL and the fix.
 
-        Counted in ``stats.checks``, not against ``max_calls`` (it generates nothing), so a cache-only
-        replay (``max_calls=0``) can still check its endpoint.
+        Counted in ``stats.checks``, not against ``max_calls`` (it generates nothing). ``make_player`` skips it
+        for a cache-only replay (``max_calls=0``), which needs no server.
         """
         url = f"{self.base_url}/models"
         self.stats.checks += 1
