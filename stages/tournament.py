@@ -1,4 +1,4 @@
-"""DVC stages `baseline` and `tournament`: a round robin on held-out seeds, written as a score-card archive."""
+"""DVC stages `baseline`, `tournament` and `headline`: a round robin on held-out seeds, as a score-card archive."""
 
 import argparse
 import sys
@@ -19,15 +19,21 @@ def main() -> None:
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--section", required=True, help="params section listing the players (baseline, tournament)")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--serve", help="a local model directory to serve with mlx_lm.server while the players play")
+    parser.add_argument("--port", type=int, default=18471, help="the port --serve listens on (127.0.0.1)")
     args = parser.parse_args()
-    from arena.eval.runner import run_stage
+    from arena.eval.runner import run_stage, run_stage_serving
     from arena.players.build import player_configs
 
     params = checked_params(args.params)
     seeds = load_section(SeedsConfig, "seeds", params)
     tournament = load_section(TournamentConfig, args.section, params)
-    excluded = run_stage(EvalConfig.from_dict(params.get("eval"), "eval"), tournament, seeds.reserved(), args.out,
-                         player_configs(params, tournament))
+    evaluation, configs = EvalConfig.from_dict(params.get("eval"), "eval"), player_configs(params, tournament)
+    if args.serve:
+        excluded = run_stage_serving(evaluation, tournament, seeds.reserved(), args.out, configs, args.serve,
+                                     args.port)
+    else:
+        excluded = run_stage(evaluation, tournament, seeds.reserved(), args.out, configs)
     for spec, reason in excluded.items():
         print(f"excluded {spec}: {reason}")
 

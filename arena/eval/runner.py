@@ -64,3 +64,17 @@ def run_stage(eval_config: EvalConfig, config: TournamentConfig, reserved_seeds:
     result = run_tournament(eval_config, players, played.play, reserved_seeds=reserved_seeds)
     write_scorecards(out_dir, result.cards, excluded=result.excluded)
     return result.excluded
+
+
+def run_stage_serving(eval_config: EvalConfig, config: TournamentConfig, reserved_seeds: Sequence[range],
+                      out_dir: str | Path, configs: PlayerConfigs, serve: str | Path, port: int) -> dict[str, str]:
+    """``run_stage`` with the local model ``serve`` behind mlx_lm.server on ``port`` for its length: the endpoint its
+    frontier specs name (``openai:SERVE@http://127.0.0.1:PORT/v1``). A replay that may make no call
+    (``frontier.max_calls: 0``: every reply recorded in ``frontier.replies``) starts no server."""
+    if configs.frontier.max_calls == 0:
+        return run_stage(eval_config, config, reserved_seeds, out_dir, configs)
+    from arena.players.localserver import served
+
+    log = Path(out_dir).parent / f".{Path(out_dir).name}.server.log"
+    with served(serve, port, log):
+        return run_stage(eval_config, config, reserved_seeds, out_dir, configs)
