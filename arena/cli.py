@@ -297,14 +297,17 @@ def exploitability_command(policy_file, game) -> None:
 @click.option("--repo", default=".", show_default=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--pipeline", default="dvc.yaml", show_default=True,
               help="the dvc.yaml to rebuild, relative to --repo (realmodel/dvc.yaml: the real-model pipeline)")
-def repro_check(repo, pipeline) -> None:
+@click.option("--stage", "stages", multiple=True,
+              help="rebuild only this stage of the pipeline and the ones upstream of it (repeatable; default: all)")
+def repro_check(repo, pipeline, stages) -> None:
     """Rebuild a pipeline's stages (`dvc repro --force`); exit 1 unless its lock and committed scores are identical."""
     from arena.eval.reproduce import published_paths, reproduction_check
 
-    result = reproduction_check(repo, pipeline=pipeline)
+    result = reproduction_check(repo, pipeline=pipeline, stages=tuple(stages))
     if result.ok:
         locks = " and ".join(p for p in published_paths(pipeline) if p.endswith("dvc.lock"))
-        click.echo(f"REPRODUCED {pipeline}: {locks} and every committed result are byte-identical")
+        which = f" (stages {', '.join(stages)} and those upstream)" if stages else ""
+        click.echo(f"REPRODUCED {pipeline}{which}: {locks} and every committed result are byte-identical")
         return
     for problem in result.problems:
         click.echo(f"NOT REPRODUCED: {problem}")

@@ -104,3 +104,20 @@ def test_a_missing_pipeline_file_is_one_problem(tmp_path):
     result = reproduction_check(tmp_path, pipeline="nope/dvc.yaml")
     assert result.problems == [f"no pipeline file nope/dvc.yaml in {tmp_path}: name a dvc.yaml (dvc.yaml, "
                                "realmodel/dvc.yaml)"]
+
+
+@pytest.mark.slow
+def test_a_stated_cut_rebuilds_only_the_named_stages_and_their_upstream(tmp_path):
+    """CI's cut of a pipeline too long to rebuild whole (realmodel/dvc.yaml): `--stage sub` forces that stage and
+    the root's stage upstream of it, never the pipeline's other stages (here one that could not reproduce)."""
+    clone = _published_clone(tmp_path, DETERMINISTIC, SUB_DETERMINISTIC)
+    noisy = "import os\nopen('artifacts/sub/noisy.json', 'w').write('{\"noise\": %d}' % os.getpid())\n"
+    (clone / "sub" / "noisy.py").write_text(noisy)
+    with open(clone / "sub" / "dvc.yaml", "a") as handle:
+        handle.write("  noisy:\n    wdir: ..\n    cmd: python sub/noisy.py\n    deps: [sub/noisy.py]\n"
+                     "    metrics:\n      - artifacts/sub/noisy.json:\n          cache: false\n")
+    _run(clone, "dvc", "repro", "-q", "sub/dvc.yaml")
+    _run(clone, "git", "add", "-A")
+    _run(clone, "git", "commit", "-qm", "a second, nondeterministic stage")
+    assert reproduction_check(clone, pipeline="sub/dvc.yaml", stages=("sub",)).ok
+    assert not reproduction_check(clone, pipeline="sub/dvc.yaml").ok

@@ -31,10 +31,11 @@ def published_paths(pipeline: str = "dvc.yaml") -> tuple[str, ...]:
 
 
 def reproduction_check(repo: str | Path = ".", published: tuple[str, ...] | None = None,
-                       pipeline: str = "dvc.yaml") -> ReproResult:
-    """``dvc repro --force PIPELINE`` (the stages of that dvc.yaml and the ones upstream of them); then
-    ``dvc status -q PIPELINE`` must be clean and the committed lock files and git-tracked results (DVC metrics
-    with ``cache: false``) must be unchanged, with no new untracked result file."""
+                       pipeline: str = "dvc.yaml", stages: tuple[str, ...] = ()) -> ReproResult:
+    """``dvc repro --force PIPELINE`` (the stages of that dvc.yaml and the ones upstream of them), or with
+    ``stages`` only those stages of it and the ones upstream of them (a stated cut of a pipeline too long to rebuild
+    whole); then ``dvc status -q PIPELINE`` must be clean and the committed lock files and git-tracked results (DVC
+    metrics with ``cache: false``) must be unchanged, with no new untracked result file."""
     repo = Path(repo)
     if not (repo / pipeline).is_file():
         return ReproResult([f"no pipeline file {pipeline} in {repo}: name a dvc.yaml (dvc.yaml, realmodel/dvc.yaml)"])
@@ -42,7 +43,8 @@ def reproduction_check(repo: str | Path = ".", published: tuple[str, ...] | None
     result = ReproResult()
     # --force: a fresh clone has every git-tracked result (cache: false) in place, so without it DVC would
     # skip exactly the stages whose outputs we want to see recomputed.
-    repro = _run(["dvc", "repro", "--force", pipeline], repo)
+    targets = [f"{pipeline}:{stage}" for stage in stages] or [pipeline]
+    repro = _run(["dvc", "repro", "--force", *targets], repo)
     if repro.returncode != 0:
         result.problems.append(f"dvc repro failed (exit {repro.returncode}):\n{repro.stderr[-4000:]}")
         return result
