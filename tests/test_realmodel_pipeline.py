@@ -1,5 +1,6 @@
-"""The real-model pipeline (realmodel/): its params validate, its committed results are the ones its lock records,
-docs/realmodel.md's table is the committed leaderboard's, and the import reproduces the lock's bytes (slow, wheel)."""
+"""The real-model pipeline (realmodel/): its params validate, the headline's endpoint is the one its stage serves,
+its committed results are the ones its lock records, docs/realmodel.md's table is the committed leaderboard's, and the
+import reproduces the lock's bytes (slow, wheel)."""
 
 import hashlib
 import importlib.util
@@ -21,6 +22,11 @@ PARAMS = ROOT / "realmodel" / "params.yaml"
 LOCK = ROOT / "realmodel" / "dvc.lock"
 MODEL = "mlx:artifacts/realmodel/models/base"
 BOARD = ROOT / "artifacts" / "realmodel" / "scores" / "leaderboard.json"
+PUBLISHED = ["artifacts/realmodel/scores/baseline", "artifacts/realmodel/scores/final",
+             "artifacts/realmodel/scores/headline", "artifacts/realmodel/scores/headline-best",
+             "artifacts/realmodel/replies/default", "artifacts/realmodel/replies/best", "artifacts/realmodel/headline",
+             "artifacts/realmodel/scores/leaderboard.json", "artifacts/realmodel/scores/metrics.json",
+             "artifacts/realmodel/evals/r0.json", "artifacts/realmodel/evals/r1.json"]
 
 
 def _dvc_digest(path: Path) -> str:
@@ -51,14 +57,36 @@ def test_real_model_params_validate_and_play_smollm2_against_the_scripted_player
 
 def test_committed_real_model_results_are_the_ones_its_lock_records():
     outs = _locked_outs()
-    published = ["artifacts/realmodel/scores/baseline", "artifacts/realmodel/scores/leaderboard.json",
-                 "artifacts/realmodel/scores/metrics.json"]
-    assert set(published) <= set(outs)
-    tracked = subprocess.run(["git", "ls-files", "--", *published], cwd=ROOT, capture_output=True, text=True,
+    assert set(PUBLISHED) <= set(outs)
+    tracked = subprocess.run(["git", "ls-files", "--", *PUBLISHED], cwd=ROOT, capture_output=True, text=True,
                              check=True).stdout.split()
-    assert any(path.endswith(".card.json") for path in tracked)
-    for path in published:
+    for archive in ("baseline", "final", "headline", "headline-best"):
+        assert any(path.startswith(f"artifacts/realmodel/scores/{archive}/") and path.endswith(".card.json")
+                   for path in tracked), archive
+    for path in PUBLISHED:
         assert _dvc_digest(ROOT / path) == outs[path], path
+
+
+def _stage(name: str) -> dict:
+    return yaml.safe_load((ROOT / "realmodel" / "dvc.yaml").read_text())["stages"][name]
+
+
+@pytest.mark.parametrize(("stage", "params_file", "replies"), [("headline", "headline.yaml", "default"),
+                                                               ("headline_best", "headline-best.yaml", "best")])
+def test_the_headline_plays_the_endpoint_its_stage_serves_and_keeps_its_replies(stage, params_file, replies):
+    """The frontier spec must name the model and port the stage serves, and the replies directory must be the
+    stage's persistent, committed output: else a rebuild calls a server that is not there, or loses the replies."""
+    wiring = _stage(stage)
+    params = checked_params(ROOT / "realmodel" / params_file)
+    (spec,) = load_section(TournamentConfig, "tournament", params).frontier
+    command = wiring["cmd"].split()
+    served, port = command[command.index("--serve") + 1], command[command.index("--port") + 1]
+    assert spec == f"openai:{served}@http://127.0.0.1:{port}/v1"
+    assert served in wiring["deps"] and f"realmodel/{params_file}" in command
+    assert params["frontier"]["replies"] == f"artifacts/realmodel/replies/{replies}"
+    out = next(o for o in wiring["outs"] if isinstance(o, dict) and params["frontier"]["replies"] in o)
+    assert out[params["frontier"]["replies"]] == {"cache": False, "persist": True}
+    assert "mlx:artifacts/realmodel/snapshots/r1" in params["tournament"]["players"]
 
 
 def test_docs_table_is_the_committed_leaderboards():
