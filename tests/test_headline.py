@@ -44,7 +44,7 @@ def test_forfeits_are_counted_and_the_legal_games_scored_apart():
 def test_a_draw_counts_half_and_an_opponent_never_legal_has_no_legal_block():
     row = card_row(_card([_outcome(0, [LOCAL, ENDPOINT], [0.0, 0.0], [0, 1])]))
     assert row["all"]["win_rate"][0] == 0.5 and row["opponent_legal"] == {"games": 0}
-    assert "| 1 (1) | 0 | - | - |" in headline_markdown([row])
+    assert "| 1 (1) | 0 | - | - |" in headline_markdown([{"archive": "headline", **row}])
 
 
 def test_the_table_is_written_from_a_tournaments_archive(tmp_path):
@@ -52,8 +52,19 @@ def test_the_table_is_written_from_a_tournaments_archive(tmp_path):
     run_stage(evaluation, TournamentConfig(players=("first", "random")), [], tmp_path / "scores")
     rows = write_headline([tmp_path / "scores"], tmp_path / "out")
     (row,) = rows
-    assert (row["player"], row["opponent"], row["all"]["games"]) == ("first", "random", 10)
+    assert (row["archive"], row["player"], row["opponent"], row["all"]["games"]) == ("scores", "first", "random", 10)
     assert row["opponent_legal"] == row["all"]  # scripted players make no invalid move
     assert json.loads((tmp_path / "out" / "headline.json").read_text())["rows"] == rows
-    assert (tmp_path / "out" / "headline.md").read_text().splitlines()[2].startswith("| kuhn | first | random | 10 |")
+    table = (tmp_path / "out" / "headline.md").read_text().splitlines()
+    assert table[2].startswith("| scores | kuhn | first | random | 10 |")
     assert json.loads((tmp_path / "out" / "meta.json").read_text())["inputs"]
+
+
+def test_the_same_pairing_in_two_archives_is_two_labelled_rows(tmp_path):
+    """realmodel's headline and headline-best play one endpoint spec under two system prompts: rows say which."""
+    evaluation = EvalConfig.from_dict({"games": ["kuhn"], "seeds": [9_000_000, 9_000_004]})
+    for name in ("headline", "headline-best"):
+        run_stage(evaluation, TournamentConfig(players=("first", "random")), [], tmp_path / name)
+    rows = write_headline([tmp_path / "headline", tmp_path / "headline-best"], tmp_path / "out")
+    assert [(row["archive"], row["player"], row["opponent"]) for row in rows] == [
+        ("headline", "first", "random"), ("headline-best", "first", "random")]

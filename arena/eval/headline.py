@@ -48,9 +48,13 @@ def card_row(card: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def headline_rows(archives: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """One row per card of the archives, sorted by game, then player, then opponent."""
-    rows = [card_row(card) for card in load_archive(archives)]
-    return sorted(rows, key=lambda row: (row["game"], row["player"], row["opponent"]))
+    """One row per card, each labelled with its archive's name (the same endpoint spec is another opponent under
+    another system prompt: realmodel's headline and headline-best), in archive order, then by game and players."""
+    rows = []
+    for archive in archives:
+        own = [{"archive": Path(archive).name, **card_row(card)} for card in load_archive([archive])]
+        rows.extend(sorted(own, key=lambda row: (row["game"], row["player"], row["opponent"])))
+    return rows
 
 
 def _cell(block: Mapping[str, Any], key: str, signed: bool = False) -> str:
@@ -63,12 +67,12 @@ def _cell(block: Mapping[str, Any], key: str, signed: bool = False) -> str:
 
 def headline_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     """The rows as a markdown table."""
-    lines = ["| game | player | opponent | games | win rate [95%] | chips/game [95%] | opponent invalid moves "
-             "(games) | games the opponent played legally | win rate there | chips there |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| archive | game | player | opponent | games | win rate [95%] | chips/game [95%] | opponent invalid "
+             "moves (games) | games the opponent played legally | win rate there | chips there |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         every, legal = row["all"], row["opponent_legal"]
-        lines.append(f"| {row['game']} | {row['player']} | {row['opponent']} | {every['games']} | "
+        lines.append(f"| {row['archive']} | {row['game']} | {row['player']} | {row['opponent']} | {every['games']} | "
                      f"{_cell(every, 'win_rate')} | {_cell(every, 'chips', True)} | {row['opponent_invalid_moves']} "
                      f"({row['opponent_invalid_games']}) | {legal['games']} | {_cell(legal, 'win_rate')} | "
                      f"{_cell(legal, 'chips', True)} |")

@@ -75,6 +75,8 @@ def run_stage_serving(eval_config: EvalConfig, config: TournamentConfig, reserve
         return run_stage(eval_config, config, reserved_seeds, out_dir, configs)
     from arena.players.localserver import served
 
-    log = Path(out_dir).parent / f".{Path(out_dir).name}.server.log"
+    # The server's log is a by-product, not a result: kept in logs/ (git-ignored), never beside the cards.
+    log = Path("logs") / f"{Path(out_dir).name}.server.log"
+    log.parent.mkdir(exist_ok=True)
     with served(serve, port, log):
         return run_stage(eval_config, config, reserved_seeds, out_dir, configs)
