@@ -94,18 +94,26 @@ def test_docs_table_is_the_committed_leaderboards():
     assert table in (ROOT / "docs" / "realmodel.md").read_text()
 
 
+def test_docs_headline_table_is_the_committed_one():
+    table = (ROOT / "artifacts" / "realmodel" / "headline" / "headline.md").read_text()
+    assert table in (ROOT / "docs" / "realmodel.md").read_text()
+
+
 def test_versus_table_reads_the_players_head_to_head_row():
     board = json.loads(BOARD.read_text())
     order = board["head_to_head"]["players"]
     row = board["head_to_head"]["overall"][order.index(MODEL)]
     lines = versus_markdown(board, MODEL).splitlines()
     body = [line for line in lines if line.startswith("| ") and not line.startswith("| opponent")]
-    assert [line.split(" | ")[0][2:] for line in body] == [o for o in order if o != MODEL]
+    # Only the players it met: the stock model never meets the published round (their head-to-head is the headline's).
+    met = [other for other, cell in zip(order, row, strict=True) if other != MODEL and cell is not None]
+    assert "mlx:artifacts/realmodel/snapshots/r1" in order and "mlx:artifacts/realmodel/snapshots/r1" not in met
+    assert [line.split(" | ")[0][2:] for line in body] == met
     for line, cell in zip(body, [c for c in row if c is not None], strict=True):
         assert f" | {cell['games']} | {cell['wins']} | {cell['losses']} | {cell['win_rate']['rate']:.3f} | " in line
     oracle = next(p for p in board["pairs"] if {p["p0"], p["p1"]} == {MODEL, "oracle"})
     chips = oracle["mean_chips_per_round"]["p0" if oracle["p0"] == MODEL else "p1"]
-    assert body[order.index("oracle") - (order.index("oracle") > order.index(MODEL))].endswith(f" {chips:+.3f} |")
+    assert body[met.index("oracle")].endswith(f" {chips:+.3f} |")
     with pytest.raises(ValueError, match="not in the leaderboard's ranking"):
         versus_markdown(board, "mlx:nowhere")
 
