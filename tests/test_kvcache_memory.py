@@ -139,10 +139,12 @@ def test_store_tokens_and_dtype_bound_the_store_apart_from_the_pass_on_the_host_
     per_token = halved.held.kv_token_bytes // 2
     note = capsys.readouterr().err
     assert f"kept across turns under ~{kept * per_token / 2**20:,.0f} MiB ({kept} tokens, 2-byte values)" in note
+    bounded = MLXPlayer(standin_f16_q4_dir, MLXPlayerConfig(view="full", max_batch_tokens=budget))
     games = _lockstep_games(12, 10)
     gaps = []
     for step in range(max(map(len, games))):
         batch = [g[step] for g in games if step < len(g)]
+        bounded._log_policy(batch)
         ours, theirs = halved._log_policy(batch), exact._log_policy(batch)
         gaps += [float(np.max(np.abs(a - b))) for a, b in zip(ours, theirs, strict=True)]
         entries = halved.turns.entries.values()
@@ -150,6 +152,7 @@ def test_store_tokens_and_dtype_bound_the_store_apart_from_the_pass_on_the_host_
         assert halved.turns.bytes == sum(kv.nbytes for _, kv in entries) <= kept * per_token
         assert halved.turns.tokens <= kept and exact.turns.tokens == halved.turns.tokens
     assert halved.turns.hits == exact.turns.hits > 0  # the same entries kept: only their bytes differ
+    assert bounded.turns.capacity == budget and bounded.turns.hits < exact.turns.hits  # the pass's bound evicts more
     assert 0 < max(gaps) < 1e-2
 
 
