@@ -115,10 +115,15 @@ def _frontier_config(params: str | None) -> FrontierConfig:
 @click.option("--max-batch-tokens", type=int, default=None,
               help="MLX players' tokens a scoring pass may hold, and the keys and values kept across turns "
                    "(player.max_batch_tokens; the player prints the memory this bounds) [default: 65536]")
+@click.option("--store-tokens", type=int, default=None,
+              help="MLX players' keys and values kept across turns, in tokens over all games (player.store_tokens; "
+                   "docs/memory.md) [default: --max-batch-tokens]")
+@click.option("--store-dtype", default=None, help="what they are kept in: pass (exact) or model (the weights' "
+              "float dtype: half the bytes for a float16 model on the CPU; player.store_dtype) [default: pass]")
 @click.option("--out", type=click.Path(), help="also write the game records as a JSONL shard here")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
 def play(game, p0, p1, games, seed, variant, temperature, view, thinking, think_tokens, params, concurrency,
-         max_batch_tokens, out, as_json) -> None:
+         max_batch_tokens, store_tokens, store_dtype, out, as_json) -> None:
     """Play GAMES games of GAME between two players and print the score.
 
     MLX players sample with --view and --temperature; frontier players (openai:MODEL@BASE_URL) are called
@@ -136,7 +141,8 @@ def play(game, p0, p1, games, seed, variant, temperature, view, thinking, think_
         raise ArenaError(f"--games {games} must be >= 1")
     view = resolve_view(view, mlx_dirs(p0, p1))
     think = think_config("--think", {"max_tokens": think_tokens}) if think_tokens else None
-    budget = {} if max_batch_tokens is None else {"max_batch_tokens": max_batch_tokens}
+    given = {"max_batch_tokens": max_batch_tokens, "store_tokens": store_tokens, "store_dtype": store_dtype}
+    budget = {key: value for key, value in given.items() if value is not None}
     mlx_config = MLXPlayerConfig(view=view, temperature=temperature, enable_thinking=thinking, think=think, **budget)
     configs = PlayerConfigs(mlx_config, _frontier_config(params))
     players = (configs.make(p0), configs.make(p1))

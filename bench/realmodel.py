@@ -152,16 +152,17 @@ def floor_player(path: Path, view: str):
 # ----------------------------------------------------------------------------------------------- one case
 
 
-def run_case(kind: str, path: Path, game: str, view: str, games: int, budget: int | None = None) -> dict[str, Any]:
+def run_case(kind: str, path: Path, game: str, view: str, games: int, budget: dict[str, Any] | None = None
+             ) -> dict[str, Any]:
     """``games`` games of the model against random (after a one-game warm-up), timed: games/s and moves (``budget``:
-    ours' ``max_batch_tokens``, None: the player's default)."""
+    ours' ``max_batch_tokens``, ``store_tokens``, ``store_dtype`` where given, else the player's defaults)."""
     from arena.play.match import duplicate_schedule, play_match
     from arena.players.build import make_player
     from arena.players.config import MLXPlayerConfig
     from arena.players.mlx import MLXPlayer
 
     if kind == "ours":
-        player = MLXPlayer(path, MLXPlayerConfig(view=view, **({"max_batch_tokens": budget} if budget else {})))
+        player = MLXPlayer(path, MLXPlayerConfig(view=view, **(budget or {})))
     else:
         player = (reference_player if kind == "reference" else floor_player)(path, view)
     concurrency = games if kind == "ours" else 1
@@ -177,12 +178,12 @@ def run_case(kind: str, path: Path, game: str, view: str, games: int, budget: in
             "unparsed": getattr(player, "unparsed", None), "moves": getattr(player, "moves", None)}
 
 
-def _child(kind: str, path: Path, game: str, view: str, games: int, budget: int | None = None
+def _child(kind: str, path: Path, game: str, view: str, games: int, budget: dict[str, Any] | None = None
            ) -> tuple[dict | None, float, str]:
     """One case in a subprocess: its result, its peak RSS in MiB, and how it ended."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         args = [sys.executable, __file__, "--case", kind, str(path), game, view, str(games), out.name]
-        args += ["--max-batch-tokens", str(budget)] if budget else []
+        args += ["--ours", json.dumps(budget)] if budget else []
         child = subprocess.Popen(args, cwd=ROOT)
         _, status, usage = os.wait4(child.pid, 0)
         code = os.waitstatus_to_exitcode(status)
@@ -194,10 +195,11 @@ def _child(kind: str, path: Path, game: str, view: str, games: int, budget: int 
 # ----------------------------------------------------------------------------------------------- the figure
 
 
-def _row(game: str, view: str, weights: str, cases: dict[str, tuple], budget: int | None = None) -> Row:
+def _row(game: str, view: str, weights: str, cases: dict[str, tuple], budget: dict | int | None = None) -> Row:
     """ours vs the per-move reference; the floor and every side's games, RSS and CPU seconds in the details."""
     (ours, rss, ended), ref, floor = cases["ours"], cases.get("reference"), cases.get("floor")
-    name = f"{game} {view} view, SmolLM2 {weights}{f', max_batch_tokens {budget}' if budget else ''}, vs random"
+    settings = {"max_batch_tokens": budget} if isinstance(budget, int) else budget or {}  # an older log: the budget
+    name = f"{game} {view} view, SmolLM2 {weights}{''.join(f', {k} {v}' for k, v in settings.items())}, vs random"
     target = TARGET_RATIO if (game, view) in TARGET_ROWS and weights == "q4" else None
     ref_gps = ref[0]["games_per_s"] if ref and ref[0] else None
     if ours is None:
@@ -229,7 +231,7 @@ def _side(case: tuple | None) -> dict[str, Any] | None:
 
 
 def figure(games: int, reference_games: int, only: list[tuple[str, str]], weights: list[str], floor: bool,
-           budget: int | None = None) -> list[Row]:
+           budget: dict[str, Any] | None = None) -> list[Row]:
     """One row per (game, view) of ``only`` and weights: ours (at ``budget`` tokens a pass, None: the default), the
     reference and the floor, each in a child."""
     rows = []
@@ -307,13 +309,19 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("--from-log", type=Path, help="write the results of a run's stderr log (rows it finished)")
     parser.add_argument("--command", help="with --from-log: the command line that run was started with")
     parser.add_argument("--max-batch-tokens", type=int, help="ours: tokens a pass holds (default: the player's)")
+    parser.add_argument("--store-tokens", type=int, help="ours: tokens the cross-turn store holds (default: a pass)")
+    parser.add_argument("--store-dtype", help="ours: pass or model, the cross-turn store's dtype (default: pass)")
+    parser.add_argument("--ours", type=json.loads, help=argparse.SUPPRESS)  # a case's settings, from its parent
     args = parser.parse_args(argv)
+    given = {"max_batch_tokens": args.max_batch_tokens, "store_tokens": args.store_tokens,
+             "store_dtype": args.store_dtype}
+    budget = args.ours or {key: value for key, value in given.items() if value is not None} or None
     from arena.core.blas import ensure_fast_blas
 
     ensure_fast_blas()
     if args.case:
         kind, model, game, view, games, out = args.case
-        Path(out).write_text(json.dumps(run_case(kind, Path(model), game, view, int(games), args.max_batch_tokens)))
+        Path(out).write_text(json.dumps(run_case(kind, Path(model), game, view, int(games), budget)))
         return 0
     if args.from_log:
         rows = rows_from_log(args.from_log)
@@ -323,7 +331,7 @@ def _main(argv: list[str]) -> int:
     if args.quick:
         args.games, args.reference_games, args.only, args.weights = 1, 1, "kuhn:compact", "q4"
     rows = figure(args.games, args.reference_games, _pairs(args.only), args.weights.split(","), not args.no_floor,
-                  args.max_batch_tokens)
+                  budget)
     print(render_table([asdict(row) for row in rows]))
     if args.json:
         args.json.write_text(json.dumps({"rows": [asdict(row) for row in rows]}, indent=1))

@@ -25,12 +25,13 @@ def test_realmodel_quick_reports_every_side(tmp_path):
     env = {**os.environ, "ARENA_CACHE_DIR": str(tmp_path / "cache"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "realmodel.py"), "--quick", "--json", str(out),
-                           "--max-batch-tokens", "4096"],
+                           "--max-batch-tokens", "4096", "--store-tokens", "8192", "--store-dtype", "model"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "| figure | ours | reference | ratio | target | pass/fail | peak RSS |" in done.stdout
     (row,) = json.loads(out.read_text())["rows"]
-    assert "max_batch_tokens 4096" in row["name"]  # ours ran at the budget asked for, and the row says so
+    # ours ran at the budget and store asked for, and the row says so
+    assert "max_batch_tokens 4096, store_tokens 8192, store_dtype model" in row["name"]
     for side in ("ours", "reference", "floor"):
         result = row["details"][side]
         assert result["games"] == 1 and result["errored"] == 0, (side, result)

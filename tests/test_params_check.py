@@ -217,3 +217,23 @@ def test_every_model_player_section_sets_its_scoring_budget(section):
     assert sampling_config(loaded).max_batch_tokens == 8192
     with pytest.raises(ConfigError, match=rf"{section}\.max_batch_tokens = 0 is invalid: must be >= 1"):
         validate_all(edited(f"{section}.max_batch_tokens", 0))
+
+
+@pytest.mark.parametrize("section", ["selfplay", "shards", "baseline", "roundeval", "tournament", "rest", "lsp"])
+def test_every_model_player_section_sets_its_cross_turn_store(section):
+    from arena.core.config import load_section
+    from arena.eval.config import RoundEvalConfig, TournamentConfig
+    from arena.play.config import ShardsConfig
+    from arena.players.config import sampling_config
+    from arena.train.config import LspConfig, RestConfig, SelfPlayConfig
+
+    classes = {"selfplay": SelfPlayConfig, "shards": ShardsConfig, "baseline": TournamentConfig, "lsp": LspConfig,
+               "roundeval": RoundEvalConfig, "tournament": TournamentConfig, "rest": RestConfig}
+    params = edited(f"{section}.store_dtype", "model")
+    params[section]["store_tokens"] = 12288
+    config = sampling_config(load_section(classes[section], section, params))
+    assert (config.store_tokens, config.store_dtype) == (12288, "model")
+    with pytest.raises(ConfigError, match=rf"{section}\.store_tokens = -1 is invalid: must be a whole number >= 0"):
+        validate_all(edited(f"{section}.store_tokens", -1))
+    with pytest.raises(ConfigError, match=rf"{section}\.store_dtype = 'half' is invalid: expected one of pass, model"):
+        validate_all(edited(f"{section}.store_dtype", "half"))

@@ -14,7 +14,7 @@ from arena.core.config import ConfigError, require
 from arena.core.hashing import digest_config
 from arena.core.seeds import as_seed_range
 from arena.games.variants import game_label
-from arena.players.config import sampling_config, think_field
+from arena.players.config import OMIT, sampling_config, think_field
 from arena.players.specs import SCRIPTED_NAMES
 
 
@@ -142,6 +142,8 @@ class RoundEvalConfig:
     enable_thinking: bool = False
     max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
     think: Mapping[str, Any] = think_field()  # the local player's reasoning (players.config.ThinkConfig; {}: none)
+    store_tokens: int = field(default=0, metadata=OMIT)  # the cross-turn store's tokens (player.store_tokens)
+    store_dtype: str = field(default="pass", metadata=OMIT)  # and its dtype (player.store_dtype)
 
     def __post_init__(self) -> None:
         for spec in self.opponents:
@@ -162,6 +164,8 @@ class TournamentConfig:
     enable_thinking: bool = False
     max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
     think: Mapping[str, Any] = think_field()  # the local player's reasoning (players.config.ThinkConfig; {}: none)
+    store_tokens: int = field(default=0, metadata=OMIT)  # the cross-turn store's tokens (player.store_tokens)
+    store_dtype: str = field(default="pass", metadata=OMIT)  # and its dtype (player.store_dtype)
 
     def __post_init__(self) -> None:
         for spec in self.frontier:

@@ -44,7 +44,7 @@ REQUIRED_SECTIONS = (
 OPTIONAL_SECTIONS = ("tournament",)
 # Sections whose view/temperature/enable_thinking are checked by MLXPlayerConfig, which names them `player.view` and
 # `player.temperature`; its errors are re-keyed to the section they came from.
-_PLAYER_KEY = re.compile(r"^player\.(view|temperature|max_batch_tokens|enable_thinking) ")
+_PLAYER_KEY = re.compile(r"^player\.(view|temperature|max_batch_tokens|enable_thinking|store_tokens|store_dtype) ")
 # Sections listing player specs, and under which keys.
 PLAYER_LISTS = {"shards": ("players",), "baseline": ("players", "frontier"), "tournament": ("players", "frontier")}
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from arena.core.config import require
 from arena.games.variants import GAME_IDS, check_game_id
-from arena.players.config import sampling_config, think_field
+from arena.players.config import OMIT, sampling_config, think_field
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,8 @@ class ShardsConfig:
     enable_thinking: bool = False
     max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
     think: Mapping[str, Any] = think_field()  # the local player's reasoning (players.config.ThinkConfig; {}: none)
+    store_tokens: int = field(default=0, metadata=OMIT)  # the cross-turn store's tokens (player.store_tokens)
+    store_dtype: str = field(default="pass", metadata=OMIT)  # and its dtype (player.store_dtype)
 
     def __post_init__(self) -> None:
         check_game_id(self.game)

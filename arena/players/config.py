@@ -27,9 +27,13 @@ DEFAULT_SYSTEM_PROMPT = (
 
 
 VIEWS = ("compact", "full")
+# What the cross-turn store keeps keys and values in: the pass's own dtype (exact), or the weights' float dtype.
+STORE_DTYPES = ("pass", "model")
 # What a template without a thinking block is asked to do when ``think`` is on (appended to the user message).
 THINK_INSTRUCTION = "Think briefly about the position first, then write 'Answer:' followed by your move."
 MAX_THINK_TOKENS = 4096
+# A setting left out of a config's hash while it has its default (arena.core.config.as_dict), so adding it keeps bytes.
+OMIT = {"omit_default": True}
 # A params section's ``think:`` mapping: off when empty, so a section without it keeps its bytes (omit_default).
 def think_field() -> Any:
     """The ``think:`` field of a params section that configures a local player."""
@@ -86,6 +90,11 @@ class MLXPlayerConfig:
     weighted by the vocabulary's size); a player prints the memory it implies for its model when it loads.
     ``memo_prompts`` > 0 keeps that many distinct prompts' scored policies (arena.players.memo), each scored in a
     pass of its own: fast where a game has few distinct prompts, slower where nearly every prompt is new.
+    ``store_tokens`` bounds the cross-turn store (arena.players.kvcache.TurnCache: each game's last prompt's keys and
+    values), 0: ``max_batch_tokens``; ``store_dtype`` is the dtype it keeps them in: ``pass`` (what the pass holds,
+    exact) or ``model`` (the weights' own float dtype: half the bytes where the host path runs a float16 model in
+    float32, its log-probabilities then within ~1e-3, docs/memory.md). Both are left out of the config hash at
+    their defaults.
     """
 
     view: str = "compact"
@@ -94,9 +103,14 @@ class MLXPlayerConfig:
     enable_thinking: bool = False
     memo_prompts: int = 0
     think: ThinkConfig | None = field(default=None, metadata={"omit_default": True})
+    store_tokens: int = field(default=0, metadata=OMIT)
+    store_dtype: str = field(default="pass", metadata=OMIT)
 
     def __post_init__(self) -> None:
         require_choice("player.view", self.view, VIEWS)
+        require(isinstance(self.store_tokens, int) and self.store_tokens >= 0, "player.store_tokens",
+                self.store_tokens, "must be a whole number >= 0 (0: player.max_batch_tokens)")
+        require_choice("player.store_dtype", self.store_dtype, STORE_DTYPES)
         require(self.memo_prompts >= 0, "player.memo_prompts", self.memo_prompts, "must be >= 0 (0: no memo)")
         require(isinstance(self.enable_thinking, bool), "player.enable_thinking", self.enable_thinking,
                 "must be true or false")
@@ -120,7 +134,9 @@ def sampling_config(section: Sampling, memo_prompts: int = 0, name: str = "playe
     think = think_config(name, getattr(section, "think", None))
     return MLXPlayerConfig(view=section.view, temperature=section.temperature,
                            max_batch_tokens=section.max_batch_tokens, enable_thinking=section.enable_thinking,
-                           memo_prompts=0 if think else memo_prompts, think=think)
+                           memo_prompts=0 if think else memo_prompts, think=think,
+                           store_tokens=getattr(section, "store_tokens", 0),
+                           store_dtype=getattr(section, "store_dtype", "pass"))
 
 
 @dataclass(frozen=True)

@@ -178,12 +178,14 @@ class TurnCache:
     rotary positions are absolute, so the cached prefix is exact. Keyed by the stream (a game and seat in one
     match), never by what else was batched; bounded by ``capacity`` tokens over all entries, evicting the least
     recently used stream first, so the same calls always leave the same entries. ``tokens`` counts what is held and
-    ``bytes`` the entries' own arrays (their dtype is the pass's: float32 where the projections run as float32
-    copies, whatever the weights' dtype).
+    ``bytes`` the entries' own arrays: in the pass's dtype (float32 where the projections run as float32 copies,
+    whatever the weights' dtype), or in ``dtype`` where one is given (``player.store_dtype: model``: the weights'
+    float16 halves them), handed back to a pass in the dtype they came in.
     """
 
-    def __init__(self, capacity: int, min_tokens: int) -> None:
-        self.capacity, self.min_tokens = capacity, min_tokens
+    def __init__(self, capacity: int, min_tokens: int, dtype: mx.Dtype | None = None) -> None:
+        self.capacity, self.min_tokens, self.dtype = capacity, min_tokens, dtype
+        self.pass_dtype: mx.Dtype | None = None  # the dtype entries came in (and go back out) in
         self.entries: OrderedDict[Hashable, tuple[np.ndarray, Stored]] = OrderedDict()
         self.tokens = self.bytes = 0
         self.hits = self.reused = 0
@@ -202,13 +204,17 @@ class TurnCache:
         """The stream's first ``tokens`` keys and values (marks it recently used)."""
         self.entries.move_to_end(stream)
         self.hits, self.reused = self.hits + 1, self.reused + tokens
-        return self.entries[stream][1][:, :, :tokens]
+        kv = self.entries[stream][1][:, :, :tokens]
+        return kv if self.pass_dtype is None or kv.dtype == self.pass_dtype else kv.astype(self.pass_dtype)
 
     def store(self, stream: Hashable, prompt: Sequence[int], kv: Stored) -> None:
         """Keep ``kv`` (the whole prompt's) as the stream's entry, then evict down to the capacity."""
         self.drop(stream)
         if len(prompt) > self.capacity:
             return
+        if self.dtype is not None and kv.dtype != self.dtype:
+            self.pass_dtype, kv = kv.dtype, kv.astype(self.dtype)
+            mx.eval(kv)
         self.entries[stream] = (np.asarray(prompt, dtype=np.int64), kv)
         self.tokens, self.bytes = self.tokens + len(prompt), self.bytes + kv.nbytes
         while self.tokens > self.capacity:

@@ -104,11 +104,18 @@ class ModelShape:
         return trained * 4 * 4
 
 
+def model_dtype(model: Any) -> Any:
+    """The float dtype of a loaded model's weights (a quantised model's: its scales'), float32 when it has none."""
+    import mlx.core as mx
+    from mlx.utils import tree_flatten
+
+    floats = [v.dtype for _, v in tree_flatten(model.parameters()) if mx.issubdtype(v.dtype, mx.floating)]
+    return floats[0] if floats else mx.float32
+
+
 def model_shape(model: Any) -> ModelShape:
     """The shapes of a loaded mlx-lm model, from its args (qwen2/qwen3/llama-style field names)."""
-    import mlx.core as mx
     import mlx.nn as nn
-    from mlx.utils import tree_flatten
 
     args = getattr(model, "args", None)
     try:
@@ -122,16 +129,16 @@ def model_shape(model: Any) -> ModelShape:
         raise ArenaError(f"cannot read the shapes of model type {getattr(model, 'model_type', '?')} ({error}): "
                          "arena scores mlx-lm models whose args name hidden_size, num_attention_heads and vocab_size"
                          ) from error
-    floats = [v.dtype for _, v in tree_flatten(model.parameters()) if mx.issubdtype(v.dtype, mx.floating)]
     quantized = [m for _, m in model.named_modules() if isinstance(m, nn.QuantizedLinear | nn.QuantizedEmbedding)]
     shape = ModelShape.from_config(config)
-    return ModelShape(**{**shape.__dict__, "dtype_bytes": floats[0].size if floats else 4,
+    return ModelShape(**{**shape.__dict__, "dtype_bytes": model_dtype(model).size,
                          "bits": quantized[0].bits if quantized else None,
                          "group_size": quantized[0].group_size if quantized else 64})
 
 
 def budget_note(shape: ModelShape, max_tokens: int, key: str, training: bool = False,
-                held: ModelShape | None = None, kept_tokens: int = 0, extra_weights: float = 0.0) -> str:
+                held: ModelShape | None = None, kept_tokens: int = 0, extra_weights: float = 0.0,
+                kept_token_bytes: int | None = None) -> str:
     """One line: the bound a scoring budget puts on a pass's memory for this model (``pass_bytes``).
 
     ``held``: the shape with the dtype a pass really holds (``shape`` counts the budget: its ``head_weight`` is what
@@ -145,8 +152,11 @@ def budget_note(shape: ModelShape, max_tokens: int, key: str, training: bool = F
             f"{held.dtype_bytes}-byte {'activations kept' if training else 'values'}; a scored position's "
             f"{shape.vocab:,}-token log-probs count as {shape.head_weight} tokens)")
     if kept_tokens:
-        note += (f", the keys and values kept across turns under ~{kept_tokens * held.kv_token_bytes / 2**20:,.0f} MiB "
-                 f"({kept_tokens} tokens)")
+        per_kept = kept_token_bytes or held.kv_token_bytes
+        dtype = f", {per_kept // (2 * held.layers * held.kv_heads * held.head_dim)}-byte values" if (
+            per_kept != held.kv_token_bytes) else ""
+        note += (f", the keys and values kept across turns under ~{kept_tokens * per_kept / 2**20:,.0f} MiB "
+                 f"({kept_tokens} tokens{dtype})")
     weights = shape.weights_bytes() + extra_weights
     copies = f" ({extra_weights / 2**20:,.0f} MiB of them float32 copies)" if extra_weights else ""
     return f"{note}, the weights ~{weights / 2**20:,.0f} MiB{copies}"

@@ -25,7 +25,7 @@ from arena.players.head import check_head
 from arena.players.hostmath import HOST_DEQUANT_BYTES, host_math
 from arena.players.kvcache import TurnCache, bound_buffer_cache
 from arena.players.memo import PolicyMemo
-from arena.players.memory import ModelShape, budget_note, model_shape, require_loadable, say_once
+from arena.players.memory import ModelShape, budget_note, model_dtype, model_shape, require_loadable, say_once
 from arena.players.prompts import ChatPrompts, end_of_turn_ids, prompt_text
 from arena.players.scoringpass import Inference, ScoringPass
 from arena.players.thinking import Reasoning, ThinkPrompts
@@ -140,11 +140,14 @@ class MLXPlayer(Player):
         tokens = self.config.max_batch_tokens
         self.held, copies = held_shape(self.model, self.shape)
         bound_buffer_cache(tokens * self.shape.token_bytes())
-        note = budget_note(self.shape, tokens, "player.max_batch_tokens", held=self.held, kept_tokens=tokens,
-                           extra_weights=copies)
-        say_once(f"player {tokens} {self.shape}", f"[arena] {note}")
-        # The games' previous prompts' keys and values, as many tokens as one pass holds.
-        self.turns = TurnCache(tokens, MIN_STEM)
+        # The games' previous prompts' keys and values: as many tokens as one pass holds, unless store_tokens says.
+        kept, store_dtype = self.config.store_tokens or tokens, self._store_dtype()
+        kept_bytes = self.held.kv_token_bytes if store_dtype is None else replace(
+            self.held, dtype_bytes=store_dtype.size).kv_token_bytes
+        note = budget_note(self.shape, tokens, "player.max_batch_tokens", held=self.held, kept_tokens=kept,
+                           extra_weights=copies, kept_token_bytes=kept_bytes)
+        say_once(f"player {tokens} {kept} {kept_bytes} {self.shape}", f"[arena] {note}")
+        self.turns = TurnCache(kept, MIN_STEM, store_dtype)
         self.memo = PolicyMemo(self.config.memo_prompts)
         self._thinking: ScoringPass | None = None  # the pass ``reason`` left for ``thought_log_policy``
         self.prompts = ChatPrompts(self.tokenizer, self.config.view, self.config.enable_thinking)
@@ -152,6 +155,14 @@ class MLXPlayer(Player):
             # After reasoning, a move is scored as the plain reply (the template's non-thinking reply tokens).
             self.think_prompts = ThinkPrompts(self.tokenizer, self.config.view, self.config.think)
             self.reply_prompts = ChatPrompts(self.tokenizer, self.config.view, False)
+
+    def _store_dtype(self) -> mx.Dtype | None:
+        """The dtype the cross-turn store keeps keys and values in, None: the pass's own (``store_dtype: pass``, or a
+        model whose weights' dtype is what its passes hold)."""
+        if self.config.store_dtype == "pass":
+            return None
+        dtype = model_dtype(self.model)
+        return None if dtype.size >= self.held.dtype_bytes else dtype
 
     def _prompt_ids(self, observation: Observation) -> tuple[int, ...]:
         """The tokens fed to the model at ``observation``: its view through the chat template."""

@@ -12,7 +12,7 @@ from typing import Any
 from arena.core.config import require, require_choice
 from arena.core.seeds import as_seed_range
 from arena.games.variants import PUZZLE_KINDS, check_game_id, game_label
-from arena.players.config import MLXPlayerConfig, refuse_think, sampling_config, think_config, think_field
+from arena.players.config import OMIT, MLXPlayerConfig, refuse_think, sampling_config, think_config, think_field
 from arena.players.specs import EPS_ORACLE_FORM, SCRIPTED_NAMES, is_scripted
 
 QUANTS = {"none": None, "q8": 8, "q4": 4}
@@ -98,6 +98,8 @@ class SelfPlayConfig:
     enable_thinking: bool = False
     max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
     think: Mapping[str, Any] = think_field()  # the local player's reasoning (players.config.ThinkConfig; {}: none)
+    store_tokens: int = field(default=0, metadata=OMIT)  # the cross-turn store's tokens (player.store_tokens)
+    store_dtype: str = field(default="pass", metadata=OMIT)  # and its dtype (player.store_dtype)
     memo_prompts: int = 0
 
     def __post_init__(self) -> None:
@@ -278,6 +280,8 @@ class RestConfig:
     enable_thinking: bool = False
     max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
     think: Mapping[str, Any] = think_field()  # the local player's reasoning (players.config.ThinkConfig; {}: none)
+    store_tokens: int = field(default=0, metadata=OMIT)  # the cross-turn store's tokens (player.store_tokens)
+    store_dtype: str = field(default="pass", metadata=OMIT)  # and its dtype (player.store_dtype)
     replay_games: int = 1024
     keep_forfeit_wins: bool = False
     init: str = "base"
@@ -366,6 +370,8 @@ class LspConfig:
     enable_thinking: bool = False
     max_batch_tokens: int = 65536  # tokens a scoring pass may hold (player.max_batch_tokens)
     think: Mapping[str, Any] = think_field()  # the local player's reasoning (players.config.ThinkConfig; {}: none)
+    store_tokens: int = field(default=0, metadata=OMIT)  # the cross-turn store's tokens (player.store_tokens)
+    store_dtype: str = field(default="pass", metadata=OMIT)  # and its dtype (player.store_dtype)
     benchmark_seeds: tuple[int, ...] = (9_100_000, 9_101_000)
     seed: int = 0
 
