@@ -108,3 +108,14 @@ def test_lora_gradients_reach_only_the_adapter_of_a_quantised_model(standin_q4_d
     names = [name for name, _ in __import__("mlx.utils", fromlist=["tree_flatten"]).tree_flatten(
         player.model.trainable_parameters())]
     assert names and all(name.endswith(("lora_a", "lora_b")) for name in names)
+
+
+def test_verify_finds_a_q4_snapshot_by_the_hash_its_player_pins(q4_round):
+    """Regression: `arena verify` read every adapter_config.json as naming its base (``model``), so a QLoRA snapshot
+    (its base weights beside its adapter; the real-model pipeline's published round) crashed it with KeyError."""
+    from arena.eval.locate import locate_model
+
+    snap = q4_round / "snap1"
+    pinned = MLXPlayer(snap, MLXPlayerConfig()).pin()["model_hash"]
+    located = locate_model(q4_round, "snap1", pinned, q4_round / "scratch", fetch=False)
+    assert located.path is not None and located.workspace_digest == pinned

@@ -121,10 +121,12 @@ def _materialise(files: Mapping[str, Path], dest: Path) -> Path:
 
 
 def _model_hash(path: Path) -> str:
-    """The ``model_hash`` an MLX player at ``path`` pins (adapter directories pin base x adapter)."""
+    """The ``model_hash`` an MLX player at ``path`` pins: an adapter directory that names its base (mlx-lm's
+    ``adapter_config.json`` ``model``) pins base x adapter; any other directory, a QLoRA snapshot holding its base
+    weights beside its adapter included, pins its own files (``MLXPlayer.pin``'s rule)."""
     adapter_config = path / "adapter_config.json"
-    if adapter_config.exists():
-        base = json.loads(adapter_config.read_text())["model"]
+    base = json.loads(adapter_config.read_text()).get("model") if adapter_config.exists() else None
+    if base is not None:
         return digest_config({"base": digest_dir(base), "adapter": digest_dir(path)})
     return digest_dir(path)
 
