@@ -29,18 +29,20 @@ def test_every_stage_depends_on_its_own_code_manifest():
 
 def test_real_model_stages_run_root_scripts_on_their_own_params_and_code_manifests():
     """realmodel/dvc.yaml's stages run from the root (wdir: ..) with the root's stage scripts, each depending on its
-    script's manifest from the root `code` stage and reading realmodel/params.yaml, never the root's."""
+    script's manifest from the root `code` stage and reading one of realmodel's params files (the one its command
+    names), never the root's."""
     stages = yaml.safe_load((ROOT / "realmodel" / "dvc.yaml").read_text())["stages"]
     assert "code" not in stages  # artifacts/code is the root's output
+    own = {"realmodel/params.yaml", "realmodel/headline.yaml", "realmodel/headline-best.yaml"}
     for name, body in stages.items():
+        body = body.get("do", body)  # a foreach stage (the rounds) declares its body under `do`
         assert body["wdir"] == "..", name
         script = body["cmd"].split()[1]
         assert script in stage_scripts(ROOT), name
         assert f"artifacts/code/{Path(script).stem}.json" in body["deps"], name
         for params in body.get("params", []):
-            assert isinstance(params, dict) and list(params) == ["realmodel/params.yaml"], name
-        if body.get("params"):
-            assert "--params realmodel/params.yaml" in body["cmd"], name
+            assert isinstance(params, dict) and len(params) == 1 and set(params) <= own, name
+            assert f"--params {next(iter(params))}" in body["cmd"], name
         outs = [next(iter(o)) if isinstance(o, dict) else o for o in body.get("outs", []) + body.get("metrics", [])]
         assert all(out.startswith("artifacts/realmodel/") for out in outs), name
 
