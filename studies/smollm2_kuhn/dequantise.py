@@ -2,7 +2,9 @@
 
 MLX 0.32's x86 quantised matmul is ~46x slower than float BLAS (arena/players/floatcopy.py), so a server on the
 4-bit directory took minutes a reply on this machine; the float32 copy holds exactly the shipped 4-bit values
-(``scale * q + bias`` in float32, scales cast first), so it is the same model, served at float speed.
+(``scale * q + bias`` in float32, scales cast first: ``arena.train.dequantise.float_weights``), so it is the same
+model, served at float speed. The real-model pipeline's `cold` stage writes the same copy with its meta.json
+(``arena.train.dequantise.dequantised_copy``); this script also takes a directory without one.
 
 Usage: python studies/smollm2_kuhn/dequantise.py BASE_DIR OUT_DIR
 """
@@ -15,27 +17,16 @@ import sys
 from pathlib import Path
 
 import mlx.core as mx
-import mlx.nn as nn
-from mlx.utils import tree_flatten
 
 
 def dequantise(base: Path, out: Path) -> None:
     """Write OUT: BASE's config without its quantization, its tokenizer files, float32 weights."""
     from arena.players.mlx import load_model
+    from arena.train.dequantise import float_weights
 
     model, _ = load_model(base)
-    weights = {}
-    for name, value in tree_flatten(model.parameters()):
-        weights[name] = value
-    for name, module in model.named_modules():
-        if isinstance(module, nn.QuantizedLinear | nn.QuantizedEmbedding):
-            biases = module.get("biases")
-            weights[f"{name}.weight"] = mx.dequantize(
-                module["weight"], module["scales"].astype(mx.float32),
-                None if biases is None else biases.astype(mx.float32), group_size=module.group_size, bits=module.bits)
-            weights.pop(f"{name}.scales"), weights.pop(f"{name}.biases", None)
     out.mkdir(parents=True, exist_ok=True)
-    mx.save_safetensors(str(out / "model.safetensors"), dict(sorted(weights.items())))
+    mx.save_safetensors(str(out / "model.safetensors"), float_weights(model))
     config = json.loads((base / "config.json").read_text())
     config.pop("quantization", None), config.pop("quantization_config", None)
     (out / "config.json").write_text(json.dumps(config, indent=1, sort_keys=True) + "\n")
