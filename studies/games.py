@@ -29,17 +29,8 @@ from arena.core.blas import ensure_fast_blas
 ensure_fast_blas()  # before anything imports mlx
 
 # isort: split
-from arena.core.config import load_params, parse_params  # noqa: E402
-from arena.pipeline.presets import apply_preset, load_preset  # noqa: E402
-
-
-def overrides(preset: str | None, settings: list[str]) -> dict[str, Any]:
-    """The preset's dotted keys, then each ``-S key=value`` (a YAML value, as DVC parses it)."""
-    out = load_preset(preset) if preset else {}
-    for setting in settings:
-        key, _, value = setting.partition("=")
-        out[key] = parse_params(f"v: {value}")["v"]
-    return out
+from arena.core.config import load_params  # noqa: E402
+from arena.pipeline.presets import apply_preset, preset_overrides  # noqa: E402
 
 
 def study_params(base: dict[str, Any], changes: dict[str, Any], rounds: int) -> dict[str, Any]:
@@ -104,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     name = args.name or Path(args.preset).stem
     base_params = load_params("params.yaml")
     work = Path(args.work)
-    changes = overrides(args.preset, args.settings)
+    changes = preset_overrides(args.preset, args.settings)
     params = study_params(base_params, changes, args.rounds)
     # The base the recipe names (a preset may set base.source, e.g. smollm2), built once per distinct base config.
     base_model = work / base_dir_name(params["base"])

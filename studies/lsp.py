@@ -2,12 +2,16 @@
 
 Usage (from the repository root):
     python studies/lsp.py [--rounds 6] [--steps 16] [--lr 1.0e-4] [--work /tmp/lsp-study] [--out studies/results/lsp.md]
+    python studies/lsp.py --preset presets/smollm2-lsp.yaml --rounds 2 --seeds 0 1 --out studies/smollm2_lsp/lsp.md
 
 Each arm runs the pipeline's own round functions (arena.pipeline.rounds.round_zero / round_n) on params.yaml
 with ``loop: lsp`` and the arm's overrides, in its own artifacts directory: base (round 0, the stock model),
 GRPO on uniformly sampled puzzles (``lsp.challenger: uniform``), LSP-Zero (``lsp.quality: false``) and LSP.
 The same arms as DVC experiments: ``dvc exp run -S loop=lsp [-S lsp.quality=false | -S lsp.challenger=uniform]``.
-Writes a markdown table (last round's held-out accuracy with 95% Wilson intervals), the per-round evals as JSON
+``--preset``/``-S`` set the model and recipe (dotted keys over params.yaml, as ``games.py``; ``--steps``/``--lr``
+then apply only where neither sets them). ``--seeds`` runs LSP-Zero and LSP once per seed: seed s draws its
+proposals from the training seeds 1000 s further on (``seeds.train_start``) and its minibatches from ``train.seed``
+s. Writes a markdown table (last round's held-out accuracy with 95% Wilson intervals), the per-round evals as JSON
 and a PNG of the curves.
 """
 
@@ -15,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import json
+import shlex
 import shutil
 import sys
 import time
@@ -28,20 +34,37 @@ ensure_fast_blas()  # before anything imports mlx
 
 # isort: split
 from arena.core.config import load_params  # noqa: E402
+from arena.pipeline.presets import apply_preset, preset_overrides  # noqa: E402
 
 ARMS = {
     "GRPO on uniform puzzles": {"challenger": "uniform"},
     "LSP-Zero": {"quality": False},
     "LSP": {"quality": True},
 }
+# The arms --seeds repeats (the two LSP arms); a replicate's training seeds sit this far on from the last one's.
+SEEDED_ARMS = ("LSP-Zero", "LSP")
+SEED_STRIDE = 1000
 
 
-def arm_params(base: dict[str, Any], arm: dict[str, Any], rounds: int, steps: int, lr: float) -> dict[str, Any]:
-    """params.yaml with loop: lsp, the arm's lsp overrides, ``rounds`` unrolled rounds and the study's optimiser."""
+def arm_runs(arms: list[str], seeds: list[int]) -> list[tuple[str, str, int]]:
+    """(label, arm, seed) of each run: one per arm, the seeded arms once per seed (labelled by it when several)."""
+    runs = []
+    for arm in arms:
+        for seed in seeds if arm in SEEDED_ARMS else seeds[:1]:
+            label = f"{arm} (seed {seed})" if arm in SEEDED_ARMS and len(seeds) > 1 else arm
+            runs.append((label, arm, seed))
+    return runs
+
+
+def arm_params(base: dict[str, Any], arm: dict[str, Any], rounds: int, steps: int, lr: float,
+               seed: int = 0) -> dict[str, Any]:
+    """params.yaml with loop: lsp, the arm's lsp overrides, ``rounds`` unrolled rounds, the study's optimiser
+    (where ``base`` leaves it at params.yaml's) and the run's seed."""
     params = copy.deepcopy(base)
     params["loop"] = "lsp"
     params["lsp"] = {**params["lsp"], **arm}
-    params["train"] = {**params["train"], "steps": steps, "lr": lr}
+    params["train"] = {**params["train"], "steps": steps, "lr": lr, "seed": seed}
+    params["seeds"] = {**params["seeds"], "train_start": params["seeds"]["train_start"] + SEED_STRIDE * seed}
     params["rounds"] = {f"r{n}": {"n": n, "prev": n - 1} for n in range(1, rounds + 1)}
     return params
 
@@ -126,9 +149,12 @@ def breakdown(snapshots: dict[str, Path], params: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", help="a presets/ file of dotted-key overrides (e.g. presets/smollm2-lsp.yaml)")
+    parser.add_argument("-S", dest="settings", action="append", default=[], help="key=value, as dvc exp run -S")
     parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--steps", type=int, default=16, help="train.steps per round")
-    parser.add_argument("--lr", type=float, default=1.0e-4, help="train.lr")
+    parser.add_argument("--steps", type=int, default=16, help="train.steps per round (unless the preset sets it)")
+    parser.add_argument("--lr", type=float, default=1.0e-4, help="train.lr (unless the preset sets it)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="the LSP arms' seeds (one run each)")
     parser.add_argument("--work", default="/tmp/lsp-study", help="scratch directory for the arms' artifacts")
     parser.add_argument("--out", default="studies/results/lsp.md")
     parser.add_argument("--arms", nargs="*", default=list(ARMS), help="a subset of the arms to run")
@@ -139,21 +165,26 @@ def main(argv: list[str] | None = None) -> int:
     from arena.train.config import BaseConfig
 
     work = Path(args.work)
-    base_params = load_params("params.yaml")
-    base_model = work / "base"
+    changes = preset_overrides(args.preset, args.settings)
+    base_params = apply_preset(load_params("params.yaml"), changes)
+    steps, lr = changes.get("train.steps", args.steps), changes.get("train.lr", args.lr)
+    base_key = hashlib.sha256(json.dumps(base_params["base"], sort_keys=True).encode()).hexdigest()[:12]
+    base_model = work / f"base-{base_key}"  # one per distinct base config: a preset may name another model
     if not (base_model / "meta.json").exists():
         build_base(BaseConfig(**base_params["base"]), base_model)
-    arms = {name: run_arm(name, arm_params(base_params, ARMS[name], args.rounds, args.steps, args.lr),
-                          work / name.replace(" ", "_"), base_model, args.rounds, args.resume)
-            for name in args.arms}
+    runs = arm_runs(args.arms, args.seeds)
+    dirs = {label: work / label.replace(" ", "_").replace("(", "").replace(")", "") for label, _, _ in runs}
+    arms = {label: run_arm(label, arm_params(base_params, ARMS[arm], args.rounds, steps, lr, seed), dirs[label],
+                           base_model, args.rounds, args.resume)
+            for label, arm, seed in runs}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(arms, indent=1, sort_keys=True) + "\n")
     out.with_suffix(".png").write_bytes(plot_lsp_rounds(arms))
-    header = [f"# LSP study: {args.rounds} rounds, train.steps {args.steps}, train.lr {args.lr}", "",
-              f"`python studies/lsp.py --rounds {args.rounds} --steps {args.steps} --lr {args.lr}`", ""]
-    snapshots = {"base": base_model, **{name: work / name.replace(" ", "_") / "snapshots" / f"r{args.rounds}"
-                                        for name in args.arms}}
+    command = shlex.join(["python", "studies/lsp.py", *(argv if argv is not None else sys.argv[1:])])
+    header = [f"# LSP study: {args.rounds} rounds, train.steps {steps}, train.lr {lr}", "", f"`{command}`", "",
+              f"Overrides: `{json.dumps(changes)}`.", ""]
+    snapshots = {"base": base_model, **{label: path / "snapshots" / f"r{args.rounds}" for label, path in dirs.items()}}
     shapes = ["", "Exact expected accuracy (the solver's probability of a right answer) on the held-out puzzles by "
               f"shape, after round {args.rounds}:", "", *breakdown(snapshots, base_params)]
     out.write_text("\n".join(header + table(arms) + shapes) + "\n")

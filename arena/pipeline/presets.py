@@ -28,6 +28,18 @@ def load_preset(path: str | Path) -> dict[str, Any]:
     return dict(data)
 
 
+def preset_overrides(preset: str | Path | None, settings: list[str]) -> dict[str, Any]:
+    """A preset file's dotted keys (none without one), then each ``key=value`` setting (a top-level key such as
+    ``loop`` too): a YAML value, as ``dvc exp run -S`` parses it; a setting without ``=`` is refused."""
+    out = load_preset(preset) if preset else {}
+    for setting in settings:
+        key, sep, value = setting.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"setting {setting!r} must be key=value (e.g. train.lr=1e-3 or loop=rest)")
+        out[key] = parse_params(f"v: {value}")["v"]
+    return out
+
+
 def apply_preset(params: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``params`` with each dotted key set (intermediate mappings created as needed)."""
     out = copy.deepcopy(dict(params))
