@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import hashlib
 import json
 import shlex
 import shutil
@@ -33,6 +32,8 @@ from arena.core.blas import ensure_fast_blas
 ensure_fast_blas()  # before anything imports mlx
 
 # isort: split
+from games import base_dir_name  # noqa: E402  (studies/, beside this file)
+
 from arena.core.config import load_params  # noqa: E402
 from arena.pipeline.presets import apply_preset, preset_overrides  # noqa: E402
 
@@ -168,8 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     changes = preset_overrides(args.preset, args.settings)
     base_params = apply_preset(load_params("params.yaml"), changes)
     steps, lr = changes.get("train.steps", args.steps), changes.get("train.lr", args.lr)
-    base_key = hashlib.sha256(json.dumps(base_params["base"], sort_keys=True).encode()).hexdigest()[:12]
-    base_model = work / f"base-{base_key}"  # one per distinct base config: a preset may name another model
+    base_model = work / base_dir_name(base_params["base"])  # one per distinct base config: a preset may name another
     if not (base_model / "meta.json").exists():
         build_base(BaseConfig(**base_params["base"]), base_model)
     runs = arm_runs(args.arms, args.seeds)

@@ -1,21 +1,19 @@
 """studies/games.py builds the base its recipe names (a preset's base.source), not params.yaml's."""
 
-import importlib.util
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))  # not a package
+
+# isort: split
+
+import games
 
 from arena.core.config import load_params
 from arena.pipeline.presets import preset_overrides
 
 
-def _games():
-    spec = importlib.util.spec_from_file_location("study_games", Path(__file__).parents[1] / "studies" / "games.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_a_presets_base_source_gets_its_own_base_directory():
-    games = _games()
     base = load_params(Path(__file__).parents[1] / "params.yaml")
     default = games.study_params(base, {}, 1)["base"]
     smol = games.study_params(base, preset_overrides("presets/smollm2-fullwidth.yaml", []), 1)["base"]

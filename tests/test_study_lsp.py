@@ -1,20 +1,18 @@
 """studies/lsp.py: which runs --seeds makes, and what a replicate's seed changes in its params."""
 
-import importlib.util
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))  # not a package
+
+# isort: split
+
+import lsp
 
 from arena.core.config import load_params
 
 
-def _lsp():
-    spec = importlib.util.spec_from_file_location("study_lsp", Path(__file__).parents[1] / "studies" / "lsp.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_seeds_repeat_only_the_two_lsp_arms():
-    lsp = _lsp()
     runs = lsp.arm_runs(list(lsp.ARMS), [0, 1])
     assert [label for label, _, _ in runs] == ["GRPO on uniform puzzles", "LSP-Zero (seed 0)", "LSP-Zero (seed 1)",
                                                "LSP (seed 0)", "LSP (seed 1)"]
@@ -22,7 +20,6 @@ def test_seeds_repeat_only_the_two_lsp_arms():
 
 
 def test_a_replicate_draws_other_training_seeds_and_minibatches():
-    lsp = _lsp()
     base = load_params(Path(__file__).parents[1] / "params.yaml")
     first, second = (lsp.arm_params(base, lsp.ARMS["LSP"], 2, 16, 1e-3, seed) for seed in (0, 1))
     assert second["seeds"]["train_start"] - first["seeds"]["train_start"] == lsp.SEED_STRIDE
