@@ -22,7 +22,7 @@ export OPENBLAS_NUM_THREADS=1
 task="${1:-}"
 [ $# -gt 0 ] && shift
 case "$task" in
-  # arena.pipeline.repro first puts back a dvc.lock that a killed build cut short (arena.pipeline.lockguard).
+  # arena.pipeline.repro first repairs what a killed build cut short: dvc.lock, DVC's rwlock (arena.pipeline.lockguard).
   repro) exec python -m arena.pipeline.repro "$@" ;;
   test) exec python -m pytest "$@" ;;
   "") echo "usage: ./dev.sh repro|test|COMMAND..." >&2; exit 2 ;;

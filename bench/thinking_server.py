@@ -21,6 +21,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from arena.players.localserver import stop
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -75,12 +77,7 @@ def run_server_case(model_dir: str, prompts: list[str], tokens: int, timeout: fl
                                         prompts))
             seconds = time.perf_counter() - start
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            stop(server, grace_s=30)
     generated = sum(int(r["usage"]["completion_tokens"]) for r in replies)
     return {"case": "mlx-lm-server", "tokens": generated, "seconds": seconds, "tokens_per_s": generated / seconds,
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}

@@ -60,7 +60,7 @@ def small_params(**overrides: dict[str, Any]) -> dict[str, Any]:
                        "probe_games": 4, "max_tasks": 1},
         "lsp": {"puzzles": ["nim", "tictactoe"], "proposals": 8, "answers_per_proposal": 4, "alpha_ch": 1.0,
                 "quality": True, "quality_weight": 1.0, "challenger": "model", "temperature": 1.0, "view": "compact",
-                "benchmark_seeds": [9_100_000, 9_100_040], "seed": 0},
+                "benchmark_seeds": [9_100_000, 9_100_040]},
     }
     for section, values in overrides.items():
         params[section] = {**params[section], **values} if isinstance(values, dict) else values

@@ -23,6 +23,7 @@ from arena.games.base import Observation
 from arena.players.config import FrontierConfig
 from arena.players.frontier import MAX_REPLY_BYTES, FrontierPlayer, parse_retry_after, retry_delay
 from arena.players.frontier_reply import MAX_ACTION_CHARS, parse_action
+from arena.players.localserver import stop
 from arena.players.specs import FrontierError, parse_spec
 
 LEGAL = ("[check]", "[bet]")
@@ -454,15 +455,6 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 def _start_mlx_server(model_dir: Path, work: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str] | None:
     """Start the server on a free port and wait until it answers; None if another process took the port first.
 
@@ -482,7 +474,7 @@ def _start_mlx_server(model_dir: Path, work: Path, env: dict[str, str]) -> tuple
     while True:
         log_text = log_path.read_text(errors="replace")
         if "Address already in use" in log_text:
-            _stop(process)
+            stop(process)
             return None
         if process.poll() is not None:
             pytest.fail(f"mlx_lm server exited with {process.returncode}:\n{log_text[-2000:]}")
@@ -493,7 +485,7 @@ def _start_mlx_server(model_dir: Path, work: Path, env: dict[str, str]) -> tuple
         except OSError:
             pass
         if time.monotonic() > deadline:
-            _stop(process)
+            stop(process)
             pytest.fail(f"mlx_lm server not ready after 90 s:\n{log_text[-2000:]}")
         time.sleep(0.2)
 
@@ -516,7 +508,7 @@ def mlx_server(base_model_dir, tmp_path_factory):
     try:
         yield url
     finally:
-        _stop(process)
+        stop(process)
 
 
 def _kuhn_exchange(player: FrontierPlayer) -> list:

@@ -3,7 +3,8 @@
 Each stage of a small DVC project runs through ``arena.pipeline.stage.run``, which copies the whole lock aside
 (``arena.pipeline.lockguard``); ``python -m arena.pipeline.lockguard``, which ``./dev.sh repro``'s driver
 (``arena.pipeline.repro``) runs first, puts it back when the lock does not load, and the rerun finishes the build
-(issue 47 item 2).
+(issue 47 item 2). A kill while DVC rewrites its stage-lock file ``.dvc/tmp/rwlock`` (CI met one) is repaired by
+the same guard: emptied when no dvc runs in the project, kept (with the PIDs named) while one does.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import pytest
 from dvc_tiny import TinyRepo
 from repo_copy import kill_group
 
-from arena.pipeline.lockguard import GOOD, lock_problem, restore_lock
+from arena.core.errors import ArenaError
+from arena.pipeline.lockguard import GOOD, RWLOCK, lock_problem, repair_rwlock, restore_lock, rwlock_problem
 
 STAGE = (
     "import os, sys, time\n"
@@ -115,6 +117,37 @@ def test_a_repro_killed_while_dvc_writes_the_lock_resumes(tmp_path):
     assert _kill_mid_lock_write(repo), "never caught DVC mid-way through writing dvc.lock"
     _guarded_repro(repo)
     _assert_built(repo, stages)
+
+
+@pytest.mark.parametrize("cut", ["", '{"write": {"/p/out/s000.txt": {"pid": 4', '{"read": []}'])
+def test_a_cut_stage_lock_file_is_emptied_and_the_build_resumes(tmp_path, cut):
+    repo = _project(tmp_path / "p", 2)
+    repo.dvc("repro")
+    (repo.path / RWLOCK).write_text(cut)
+    assert rwlock_problem(repo.path / RWLOCK) is not None
+    for out in (repo.path / "out").glob("*.txt"):
+        out.unlink()
+    failed = repo.dvc("repro", check=False)
+    assert failed.returncode != 0 and "RWLock" in failed.stdout + failed.stderr  # what the CI kill left
+    _guarded_repro(repo)
+    _assert_built(repo, 2)
+    assert rwlock_problem(repo.path / RWLOCK) is None
+
+
+def test_a_cut_stage_lock_file_is_kept_while_dvc_runs_in_the_project(tmp_path):
+    repo = _project(tmp_path / "p", 1)
+    (repo.path / RWLOCK).write_text('{"write": ')
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "dvc"], cwd=repo.path)
+    try:
+        time.sleep(0.2)
+        with pytest.raises(ArenaError, match=rf"dvc still runs in .*{other.pid}: "):
+            repair_rwlock(repo.path)
+        assert (repo.path / RWLOCK).read_text() == '{"write": '
+    finally:
+        other.kill()
+        other.wait()
+    assert "emptied" in repair_rwlock(repo.path)
+    assert repair_rwlock(repo.path) is None
 
 
 @pytest.mark.slow

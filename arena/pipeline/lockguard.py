@@ -1,4 +1,4 @@
-"""A last good copy of dvc.lock, kept by every stage and restored when a killed `dvc repro` left the lock cut short.
+"""Repairs what a killed `dvc repro` leaves cut short: dvc.lock (from a last good copy) and DVC's stage-lock file.
 
 DVC 3 writes ``dvc.lock`` in place (``dvc/utils/serialize/_common.py``: ``open(path, "w+")`` then ruamel's
 dump), after each stage; a ``dvc repro`` killed during that dump leaves a truncated lock, and every later dvc
@@ -7,10 +7,17 @@ its own copy: a stage's runner starts only after its DVC parent has finished wri
 lock between stages), so the lock it sees is whole, and it copies it (atomically) to ``.dvc/tmp``. When the lock
 does not load under DVC's own loader and schema, ``restore_lock`` puts that copy back: the stages DVC had
 finished since are simply rerun (their outputs' hashes are no longer in the lock), so nothing wrong is reused.
+
+DVC also rewrites ``.dvc/tmp/rwlock`` (which stage paths a running dvc holds, by PID) in place
+(``dvc/rwlock.py``: ``open(path, "w")`` then ``json.dump``), so a kill there leaves a file every later
+``dvc repro`` refuses ("JSON structure is corrupted"). Its entries only matter while their processes live (DVC
+itself drops dead PIDs), so ``repair_rwlock`` empties it when no other dvc process runs in the project, under
+DVC's own guard lock, and refuses (naming them) when some do.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -20,6 +27,7 @@ from arena.core.errors import ArenaError
 
 LOCK = "dvc.lock"
 GOOD = Path(".dvc") / "tmp" / "arena-good-dvc.lock"
+RWLOCK = Path(".dvc") / "tmp" / "rwlock"
 
 
 def keep_good_lock(root: str | Path | None = None) -> Path | None:
@@ -65,15 +73,73 @@ def restore_lock(root: str | Path = ".") -> str | None:
             f"good copy {good} (stages finished after it rerun)")
 
 
-def main() -> None:
-    """``python -m arena.pipeline.lockguard [ROOT]``: restore the lock if it needs it (``./dev.sh repro`` runs this)."""
+def rwlock_problem(path: str | Path) -> str | None:
+    """Why DVC would refuse the stage-lock file at ``path`` (JSON and DVC's schema), or None when it loads."""
+    from dvc.rwlock import SCHEMA
+    from voluptuous import Invalid
+
     try:
-        said = restore_lock(sys.argv[1] if len(sys.argv) > 1 else ".")
+        SCHEMA(json.loads(Path(path).read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        return f"not JSON: {error}"
+    except Invalid as error:
+        return f"not DVC's format: {error}"
+    return None
+
+
+def dvc_processes(root: str | Path) -> list[str]:
+    """Other live processes running dvc in ``root`` (or below it), as ``PID: command`` lines."""
+    import psutil
+
+    root = Path(root).resolve()
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline", "cwd"]):
+        info = process.info
+        if info["pid"] == os.getpid() or not info["cwd"] or not info["cmdline"]:
+            continue
+        runs_dvc = any(Path(part).name == "dvc" for part in info["cmdline"])
+        if runs_dvc and Path(info["cwd"]).resolve().is_relative_to(root):
+            found.append(f"{info['pid']}: {' '.join(info['cmdline'])}")
+    return found
+
+
+def repair_rwlock(root: str | Path = ".") -> str | None:
+    """Empty ``root``'s DVC stage-lock file when it does not load and no other dvc runs there; say what was done."""
+    from dvc.lock import LockError, make_lock
+
+    root = Path(root)
+    path = root / RWLOCK
+    if (problem := rwlock_problem(path)) is None:
+        return None
+    if running := dvc_processes(root):
+        raise ArenaError(f"{path} does not load ({problem}) and dvc still runs in {root}: " + "; ".join(running)
+                         + "; let those finish (or stop them), then rerun")
+    try:
+        with make_lock(str(path) + ".lock", tmp_dir=str(path.parent)):
+            atomic_write_bytes(path, b"{}")
+    except LockError as error:
+        raise ArenaError(f"{path} does not load ({problem}) and its guard lock is held ({error}); "
+                         "let the dvc holding it finish, then rerun") from error
+    return (f"{path} did not load ({problem}), likely cut short by a killed dvc repro; no dvc runs here, "
+            "so it was emptied (it only names the stages live dvc processes hold)")
+
+
+def repair(root: str | Path = ".") -> list[str]:
+    """Every repair a killed ``dvc repro`` may need before the next one (the lock, the stage-lock file)."""
+    return [said for said in (restore_lock(root), repair_rwlock(root)) if said]
+
+
+def main() -> None:
+    """``python -m arena.pipeline.lockguard [ROOT]``: repair what a killed build left (``./dev.sh repro`` runs this)."""
+    try:
+        said = repair(sys.argv[1] if len(sys.argv) > 1 else ".")
     except ArenaError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
-    if said:
-        print(said, file=sys.stderr)
+    for line in said:
+        print(line, file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -86,17 +86,18 @@ def summarize(evals: Path = EVALS, leaderboard: Path = LEADERBOARD) -> str | Non
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``dvc repro ARGV``, then (when it succeeded) the summary; returns dvc's exit status. A ``dvc.lock`` that a
-    killed build cut short is first put back from the last good copy (``lockguard``: DVC writes it in place)."""
+    killed build cut short is first put back from the last good copy, and a cut stage-lock file emptied
+    (``lockguard``: DVC writes both in place)."""
     from arena.core.errors import ArenaError
-    from arena.pipeline.lockguard import restore_lock
+    from arena.pipeline.lockguard import repair
 
     try:
-        said = restore_lock()
+        said = repair()
     except ArenaError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if said:
-        print(said, file=sys.stderr)
+    for line in said:
+        print(line, file=sys.stderr)
     code = build(list(sys.argv[1:] if argv is None else argv))
     if code == 0 and (text := summarize()) is not None:
         print(f"\n{text}", flush=True)

@@ -64,12 +64,17 @@ def served(model: str | Path, port: int, log: str | Path, timeout_s: float = STA
             _wait_until_up(process, port, log, timeout_s)
             yield base_url(port)
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
+
+
+def stop(process: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """Stop a server process: SIGTERM, then SIGKILL if it has not exited in ``grace_s``; always reaped."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _wait_until_up(process: subprocess.Popen, port: int, log: Path, timeout_s: float) -> None:

@@ -373,7 +373,6 @@ class LspConfig:
     store_tokens: int = field(default=0, metadata=OMIT)  # the cross-turn store's tokens (player.store_tokens)
     store_dtype: str = field(default="pass", metadata=OMIT)  # and its dtype (player.store_dtype)
     benchmark_seeds: tuple[int, ...] = (9_100_000, 9_101_000)
-    seed: int = 0
 
     def __post_init__(self) -> None:
         unknown = [kind for kind in self.puzzles if kind not in PUZZLE_KINDS]
