@@ -163,7 +163,9 @@ def second_model(tmp_path_factory) -> Path:
 
 @pytest.mark.slow
 def test_kuhn_eval_against_mlx_lm_server_with_a_model_per_seat(tmp_path, base_model_dir, second_model):
-    from test_frontier import _start_mlx_server, _stop
+    from test_frontier import _start_mlx_server
+
+    from arena.players.localserver import stop
 
     work = tmp_path / "server"
     (work / "hub").mkdir(parents=True)
@@ -180,7 +182,7 @@ def test_kuhn_eval_against_mlx_lm_server_with_a_model_per_seat(tmp_path, base_mo
         traces = vf_eval(tmp_path, "arena-kuhn", str(base_model_dir), str(second_model), url, 4,
                          "--sampling.max-tokens", "8")
     finally:
-        _stop(process)
+        stop(process)
     episodes = [json.loads(line) for line in traces.read_text().splitlines()]
     served = {call.get("model") for e in episodes for t in e["traces"] for call in t.get("calls", [])}
     assert served == {str(base_model_dir), str(second_model)}, served
