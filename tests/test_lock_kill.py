@@ -138,8 +138,7 @@ def test_a_cut_stage_lock_file_is_kept_while_dvc_runs_in_the_project(tmp_path):
     repo = _project(tmp_path / "p", 1)
     (repo.path / RWLOCK).write_text('{"write": ')
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "dvc"], cwd=repo.path)
-    try:
-        time.sleep(0.2)
+    try:  # Popen returns once the child has exec'd, so its command line and cwd are already visible
         with pytest.raises(ArenaError, match=rf"dvc still runs in .*{other.pid}: "):
             repair_rwlock(repo.path)
         assert (repo.path / RWLOCK).read_text() == '{"write": '
